@@ -1,0 +1,229 @@
+//! The query engine: one place that builds the DataFusion `SessionContext`.
+//!
+//! The same job runs on local DataFusion (the embedded default), on Ballista standalone (an
+//! in-process scheduler and executor, which exercises the distributed code paths without a
+//! cluster) or on a remote Ballista scheduler. sdcflow's own functions are registered in the
+//! `SessionState` *before* the context is upgraded for Ballista, so executors started from that
+//! state know them. Object stores (`s3://`) are registered from the usual `AWS_*` variables.
+
+use std::sync::Arc;
+
+use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::job::EngineMode;
+use crate::tabulate::topn::TopN;
+
+/// Engine settings resolved from the job and the command line.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Local, standalone or remote.
+    pub mode: EngineMode,
+    /// DataFusion target partitions.
+    pub target_partitions: usize,
+    /// Memory pool limit in bytes (operators spill beyond it).
+    pub memory_limit: Option<usize>,
+}
+
+/// Builds a session for `opts` with sdcflow's functions registered.
+pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
+    let base = match opts.mode {
+        EngineMode::Local => SessionConfig::new(),
+        _ => SessionConfig::new_with_ballista(),
+    };
+    let config = base
+        .with_target_partitions(opts.target_partitions)
+        // Sorting of the output is done by sdcflow; keep batches moderate for bounded memory.
+        .with_batch_size(8192);
+    let mut runtime = RuntimeEnvBuilder::new();
+    if let Some(limit) = opts.memory_limit {
+        runtime = runtime.with_memory_limit(limit, 1.0);
+    }
+    let runtime = runtime.build_arc()?;
+    let mut state =
+        SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
+    for f in TopN::all() {
+        datafusion::execution::FunctionRegistry::register_udaf(&mut state, f)?;
+    }
+    let ctx = match &opts.mode {
+        EngineMode::Local => SessionContext::new_with_state(state),
+        EngineMode::Standalone => SessionContext::standalone_with_state(state).await?,
+        EngineMode::Remote(url) => connect_remote(url, state).await?,
+    };
+    // Upgrading a state for Ballista rebuilds it; register again so the client plans with them.
+    for f in TopN::all() {
+        ctx.register_udaf(f.as_ref().clone());
+    }
+    Ok(ctx)
+}
+
+async fn connect_remote(url: &str, state: datafusion::execution::SessionState) -> Result<SessionContext> {
+    let parsed = Url::parse(url).map_err(|e| Error::Engine(format!("cluster URL {url:?}: {e}")))?;
+    let host = parsed.host_str().unwrap_or("localhost").to_string();
+    let port = parsed.port().unwrap_or(50050);
+    // Fail fast with a clear message when nothing listens, instead of a gRPC retry loop.
+    let addr = format!("{host}:{port}");
+    match tokio::time::timeout(std::time::Duration::from_secs(5), tokio::net::TcpStream::connect(&addr)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(Error::Engine(format!("Ballista scheduler {url} is unreachable: {e}"))),
+        Err(_) => return Err(Error::Engine(format!("Ballista scheduler {url} did not answer within 5 s"))),
+    }
+    Ok(SessionContext::remote_with_state(url, state).await?)
+}
+
+/// Registers an `s3://bucket` object store built from the environment (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, …) when `location` is an S3 URL.
+pub fn register_store_for(ctx: &SessionContext, location: &str) -> Result<()> {
+    if let Some(store) = s3_store(location)? {
+        let url = bucket_url(location)?;
+        ctx.runtime_env().register_object_store(&url, store);
+    }
+    Ok(())
+}
+
+/// The object store for an `s3://` location (`None` for local paths).
+pub fn s3_store(location: &str) -> Result<Option<Arc<dyn object_store::ObjectStore>>> {
+    if !location.starts_with("s3://") {
+        return Ok(None);
+    }
+    let url = bucket_url(location)?;
+    let bucket = url.host_str().unwrap_or_default().to_string();
+    let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket);
+    if let Ok(ep) = std::env::var("AWS_ENDPOINT_URL").or_else(|_| std::env::var("AWS_ENDPOINT")) {
+        b = b.with_endpoint(&ep).with_allow_http(ep.starts_with("http://"));
+    }
+    if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+        b = b.with_region("us-east-1");
+    }
+    let store = b.build().map_err(|e| Error::Store { url: location.into(), message: e.to_string() })?;
+    Ok(Some(Arc::new(store)))
+}
+
+fn bucket_url(location: &str) -> Result<Url> {
+    let u = Url::parse(location).map_err(|e| Error::data(location, format!("not a valid URL: {e}")))?;
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(Error::data(location, "an s3:// URL needs a bucket name"));
+    }
+    Url::parse(&format!("s3://{}", u.host_str().unwrap_or_default())).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Registers the microdata as table `microdata`: a Parquet file, directory, glob or S3 prefix.
+/// Errors name the location.
+pub async fn register_microdata(ctx: &SessionContext, location: &str) -> Result<()> {
+    register_store_for(ctx, location)?;
+    let local = !location.contains("://");
+    if local && !has_glob(location) && !std::path::Path::new(location).exists() {
+        return Err(Error::data(location, "file or directory not found"));
+    }
+    let opts = ParquetReadOptions::default().file_extension(if local && std::path::Path::new(location).is_file() {
+        ""
+    } else {
+        ".parquet"
+    });
+    ctx.register_parquet("microdata", location, opts)
+        .await
+        .map_err(|e| Error::data(location, format!("cannot read as Parquet: {e}")))?;
+    // Touch the schema and one batch now so an unreadable file fails here, naming the input.
+    let df = ctx.sql("SELECT * FROM microdata LIMIT 1").await.map_err(|e| Error::data(location, e.to_string()))?;
+    df.collect().await.map_err(|e| Error::data(location, format!("cannot read as Parquet: {e}")))?;
+    Ok(())
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// Runs SQL prelude files in order; returns the name of the last view they create, if any.
+pub async fn run_preludes(ctx: &SessionContext, files: &[std::path::PathBuf]) -> Result<Option<String>> {
+    let mut last = None;
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+        for stmt in split_statements(&text) {
+            if let Some(v) = created_view(&stmt) {
+                last = Some(v);
+            }
+            let df = ctx
+                .sql(&stmt)
+                .await
+                .map_err(|e| Error::data(f.display().to_string(), format!("SQL statement failed: {e}")))?;
+            df.collect().await.map_err(|e| Error::data(f.display().to_string(), e.to_string()))?;
+        }
+    }
+    Ok(last)
+}
+
+/// Splits a SQL script on `;` outside quotes and comments.
+fn split_statements(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) => {
+                cur.push(c);
+                if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    cur.push(c);
+                }
+                '-' if chars.peek() == Some(&'-') => {
+                    for c2 in chars.by_ref() {
+                        if c2 == '\n' {
+                            break;
+                        }
+                    }
+                    cur.push('\n');
+                }
+                ';' => {
+                    if !cur.trim().is_empty() {
+                        out.push(cur.trim().to_string());
+                    }
+                    cur.clear();
+                }
+                _ => cur.push(c),
+            },
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+fn created_view(stmt: &str) -> Option<String> {
+    let words: Vec<&str> = stmt.split_whitespace().collect();
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    if upper.first().map(String::as_str) != Some("CREATE") {
+        return None;
+    }
+    let pos = upper.iter().position(|w| w == "VIEW")?;
+    let mut i = pos + 1;
+    if upper.get(i).map(String::as_str) == Some("IF") {
+        i += 3; // IF NOT EXISTS
+    }
+    words.get(i).map(|w| w.trim_matches('"').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_and_views() {
+        let s =
+            split_statements("-- a; comment\nCREATE VIEW a AS SELECT ';' AS x;\nCREATE OR REPLACE VIEW b AS SELECT 1;");
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_eq!(created_view(&s[0]).as_deref(), Some("a"));
+        assert_eq!(created_view(&s[1]).as_deref(), Some("b"));
+        assert_eq!(created_view("SELECT 1"), None);
+    }
+}

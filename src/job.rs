@@ -1,0 +1,421 @@
+//! Job files: the TOML a user writes ([`JobSpec`]) and its validated, resolved form ([`Job`]).
+//!
+//! Two layers, as in ripgrep's `lowargs`/`hiargs`: serde parses the text with unknown keys
+//! rejected (so a typo is an error naming the key and the valid ones, never silently ignored);
+//! [`Job::from_spec`] then checks every value, reports *all* problems at once, parses the safety
+//! rules and resolves paths. Relative paths are relative to the current directory, like every
+//! other path given on the command line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{nearest, Error, Result};
+use crate::hierarchy::HierarchySpec;
+use crate::rules::Safety;
+
+/// The job file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Where the microdata comes from.
+    pub input: InputSpec,
+    /// Hierarchies of explanatory variables (default: none; variables are flat).
+    #[serde(default)]
+    pub hierarchy: Vec<HierarchyEntry>,
+    /// Tables to tabulate and protect.
+    #[serde(default)]
+    pub table: Vec<TableSpec>,
+    /// Where the results go.
+    pub output: OutputSpec,
+    /// Query-engine settings (default: local DataFusion with one partition per core).
+    #[serde(default)]
+    pub engine: EngineSpec,
+}
+
+/// `[input]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// Parquet file, directory, glob, or `s3://bucket/prefix/`; registered as table `microdata`.
+    pub microdata: String,
+    /// SQL files run in order before tabulation (views over `microdata`); the last view they
+    /// create is the default source of every table. Default: none.
+    #[serde(default)]
+    pub sql: Vec<String>,
+}
+
+/// `[[hierarchy]]`: exactly one of `levels`, `file`, `mapping`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HierarchyEntry {
+    /// The explanatory variable.
+    pub variable: String,
+    /// Code-width levels (tau-Argus HIERLEVELS).
+    pub levels: Option<Vec<usize>>,
+    /// tau-Argus `.hrc` file.
+    pub file: Option<String>,
+    /// `child,parent` CSV.
+    pub mapping: Option<String>,
+    /// Lead string of the `.hrc` file (default `@`).
+    pub lead: Option<String>,
+}
+
+/// `[[table]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// Table name: the output sub-directory.
+    pub name: String,
+    /// Explanatory (spanning) variables.
+    pub explanatory: Vec<String>,
+    /// Response (magnitude) variable; omit for a frequency table.
+    pub response: Option<String>,
+    /// Contributor / holding identifier (default: each record is a contributor).
+    pub contributor: Option<String>,
+    /// Sampling weight variable (default: none).
+    pub weight: Option<String>,
+    /// tau-Argus safety rules, e.g. `NK(1,85)|FREQ(3,10)`.
+    pub safety: String,
+    /// Secondary suppression, e.g. `{ method = "none" }`.
+    pub secondary: SecondarySpec,
+    /// Source: a view name or a `.sql` file with a query (default: the last prelude view, or
+    /// `microdata`).
+    pub source: Option<String>,
+}
+
+/// `secondary = { … }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecondarySpec {
+    /// Method name; see [`SECONDARY_METHODS`].
+    pub method: String,
+    /// Seed for randomised methods (default 1).
+    pub seed: Option<u64>,
+    /// Time limit in seconds for iterative methods (default 600).
+    pub time_limit_s: Option<f64>,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Output directory or `s3://bucket/prefix`.
+    pub dir: String,
+}
+
+/// `[engine]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    /// `local` (default) or `standalone` (in-process Ballista scheduler and executor).
+    pub mode: Option<String>,
+    /// A Ballista scheduler `df://host:port` (overridden by `--cluster`).
+    pub cluster: Option<String>,
+    /// DataFusion target partitions (default: number of cores).
+    pub target_partitions: Option<usize>,
+    /// Memory limit for the query engine in MiB; beyond it operators spill to disk (default:
+    /// no limit).
+    pub memory_limit_mb: Option<usize>,
+    /// Grouping sets evaluated per query (default 256): bounds the memory of one roll-up pass.
+    pub grouping_sets_per_query: Option<usize>,
+}
+
+/// Secondary suppression methods known to this build.
+pub const SECONDARY_METHODS: &[&str] = &["none"];
+
+/// Where the engine runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineMode {
+    /// DataFusion in this process (the embedded default).
+    Local,
+    /// Ballista scheduler and executor in this process.
+    Standalone,
+    /// A remote Ballista scheduler.
+    Remote(String),
+}
+
+/// A validated table definition.
+#[derive(Debug, Clone)]
+pub struct TableJob {
+    /// Table name.
+    pub name: String,
+    /// Explanatory variables.
+    pub explanatory: Vec<String>,
+    /// Response variable, `None` for a frequency table.
+    pub response: Option<String>,
+    /// Contributor variable.
+    pub contributor: Option<String>,
+    /// Weight variable.
+    pub weight: Option<String>,
+    /// Parsed safety rules.
+    pub safety: Safety,
+    /// Secondary method name (one of [`SECONDARY_METHODS`]).
+    pub secondary: String,
+    /// Seed of randomised methods.
+    pub seed: u64,
+    /// Time limit of iterative methods.
+    pub time_limit_s: f64,
+    /// Source view or SQL file.
+    pub source: Option<TableSource>,
+}
+
+/// Where a table's records come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableSource {
+    /// A registered table or view.
+    View(String),
+    /// A file holding one query.
+    SqlFile(PathBuf),
+}
+
+/// A validated job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The job file (for messages).
+    pub path: PathBuf,
+    /// Microdata location.
+    pub microdata: String,
+    /// SQL prelude files.
+    pub sql: Vec<PathBuf>,
+    /// Hierarchy of each variable that has one.
+    pub hierarchies: BTreeMap<String, HierarchySpec>,
+    /// Tables.
+    pub tables: Vec<TableJob>,
+    /// Output location.
+    pub output: String,
+    /// Engine mode.
+    pub mode: EngineMode,
+    /// Engine target partitions.
+    pub target_partitions: usize,
+    /// Engine memory limit in bytes.
+    pub memory_limit: Option<usize>,
+    /// Grouping sets per roll-up query.
+    pub grouping_sets_per_query: usize,
+}
+
+impl Job {
+    /// Reads, parses and validates a job file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses and validates job text (`path` is used in messages).
+    pub fn parse(path: &Path, text: &str) -> Result<Self> {
+        let spec: JobSpec = toml::from_str(text).map_err(|e| Error::job(path, e.to_string().trim_end().to_string()))?;
+        Self::from_spec(path, spec)
+    }
+
+    /// Validates a parsed spec, reporting every problem together.
+    pub fn from_spec(path: &Path, spec: JobSpec) -> Result<Self> {
+        let mut errs = Vec::new();
+        let jerr = |m: String| Error::job(path, m);
+        let exists = |key: &str, p: &str, errs: &mut Vec<Error>| {
+            if !Path::new(p).exists() {
+                errs.push(jerr(format!("{key} = {p:?}: file not found")));
+            }
+        };
+        if spec.input.microdata.trim().is_empty() {
+            errs.push(jerr("input.microdata: must name a Parquet file, directory, glob or s3:// URL".into()));
+        }
+        for s in &spec.input.sql {
+            exists("input.sql", s, &mut errs);
+        }
+        if spec.output.dir.trim().is_empty() {
+            errs.push(jerr("output.dir: must not be empty".into()));
+        }
+        if spec.table.is_empty() {
+            errs.push(jerr("no [[table]] given: a job needs at least one table".into()));
+        }
+
+        let used: BTreeSet<&str> = spec.table.iter().flat_map(|t| t.explanatory.iter().map(String::as_str)).collect();
+        let mut hierarchies = BTreeMap::new();
+        for (i, h) in spec.hierarchy.iter().enumerate() {
+            let key = format!("hierarchy[{i}] (variable {:?})", h.variable);
+            let given = [h.levels.is_some(), h.file.is_some(), h.mapping.is_some()].iter().filter(|b| **b).count();
+            if given != 1 {
+                errs.push(jerr(format!("{key}: give exactly one of `levels`, `file`, `mapping` ({given} given)")));
+                continue;
+            }
+            if !used.contains(h.variable.as_str()) {
+                let hint = nearest(&h.variable, used.iter().copied())
+                    .map(|n| format!(" (did you mean {n:?}?)"))
+                    .unwrap_or_default();
+                errs.push(jerr(format!("{key}: no table uses this variable{hint}")));
+            }
+            if h.lead.is_some() && h.file.is_none() {
+                errs.push(jerr(format!("{key}: `lead` only applies to `file` (.hrc) hierarchies")));
+            }
+            let hs = if let Some(l) = &h.levels {
+                if l.is_empty() || l.contains(&0) {
+                    errs.push(jerr(format!("{key}: levels must be a non-empty list of widths ≥ 1, got {l:?}")));
+                }
+                HierarchySpec::Levels(l.clone())
+            } else if let Some(f) = &h.file {
+                exists(&format!("{key}.file"), f, &mut errs);
+                HierarchySpec::Hrc { path: f.into(), lead: h.lead.clone().unwrap_or_else(|| "@".into()) }
+            } else {
+                let m = h.mapping.as_ref().expect("one of three is set");
+                exists(&format!("{key}.mapping"), m, &mut errs);
+                HierarchySpec::Mapping(m.into())
+            };
+            if hierarchies.insert(h.variable.clone(), hs).is_some() {
+                errs.push(jerr(format!("{key}: a second hierarchy for the same variable")));
+            }
+        }
+
+        let mut names = BTreeSet::new();
+        let mut tables = Vec::new();
+        for (i, t) in spec.table.iter().enumerate() {
+            let key = format!("table[{i}] ({:?})", t.name);
+            if t.name.is_empty() || !t.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                errs.push(jerr(format!("{key}.name: use letters, digits, `_` or `-` (it names the output directory)")));
+            }
+            if !names.insert(t.name.clone()) {
+                errs.push(jerr(format!("{key}.name: a second table with this name")));
+            }
+            if t.explanatory.is_empty() {
+                errs.push(jerr(format!("{key}.explanatory: give at least one variable")));
+            }
+            let uniq: BTreeSet<&String> = t.explanatory.iter().collect();
+            if uniq.len() != t.explanatory.len() {
+                errs.push(jerr(format!("{key}.explanatory: a variable is listed twice")));
+            }
+            let safety = match Safety::parse(&t.safety) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    errs.push(jerr(format!("{key}.safety: {e}")));
+                    None
+                }
+            };
+            if !SECONDARY_METHODS.contains(&t.secondary.method.as_str()) {
+                let hint = nearest(&t.secondary.method, SECONDARY_METHODS.iter().copied())
+                    .map(|n| format!(" (did you mean {n:?}?)"))
+                    .unwrap_or_default();
+                errs.push(jerr(format!(
+                    "{key}.secondary.method: unknown method {:?}{hint}; known methods: {}",
+                    t.secondary.method,
+                    SECONDARY_METHODS.join(", ")
+                )));
+            }
+            if let Some(tl) = t.secondary.time_limit_s {
+                if !(tl > 0.0 && tl.is_finite()) {
+                    errs.push(jerr(format!("{key}.secondary.time_limit_s: must be a positive number of seconds")));
+                }
+            }
+            let source = t.source.as_ref().map(|s| {
+                if s.ends_with(".sql") {
+                    exists(&format!("{key}.source"), s, &mut errs);
+                    TableSource::SqlFile(s.into())
+                } else {
+                    TableSource::View(s.clone())
+                }
+            });
+            if let Some(safety) = safety {
+                tables.push(TableJob {
+                    name: t.name.clone(),
+                    explanatory: t.explanatory.clone(),
+                    response: t.response.clone(),
+                    contributor: t.contributor.clone(),
+                    weight: t.weight.clone(),
+                    safety,
+                    secondary: t.secondary.method.clone(),
+                    seed: t.secondary.seed.unwrap_or(1),
+                    time_limit_s: t.secondary.time_limit_s.unwrap_or(600.0),
+                    source,
+                });
+            }
+        }
+
+        let e = &spec.engine;
+        let mode = match (e.mode.as_deref(), &e.cluster) {
+            (_, Some(url)) => {
+                if !url.starts_with("df://") {
+                    errs.push(jerr(format!("engine.cluster = {url:?}: expected df://HOST:PORT")));
+                }
+                EngineMode::Remote(url.clone())
+            }
+            (None | Some("local"), None) => EngineMode::Local,
+            (Some("standalone"), None) => EngineMode::Standalone,
+            (Some(other), None) => {
+                errs.push(jerr(format!(
+                    "engine.mode = {other:?}: expected \"local\" or \"standalone\" (or set engine.cluster)"
+                )));
+                EngineMode::Local
+            }
+        };
+        if e.target_partitions == Some(0) || e.grouping_sets_per_query == Some(0) {
+            errs.push(jerr("engine: target_partitions and grouping_sets_per_query must be ≥ 1".into()));
+        }
+        Error::collect(errs)?;
+        Ok(Job {
+            path: path.to_path_buf(),
+            microdata: spec.input.microdata,
+            sql: spec.input.sql.iter().map(PathBuf::from).collect(),
+            hierarchies,
+            tables,
+            output: spec.output.dir,
+            mode,
+            target_partitions: e
+                .target_partitions
+                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
+            memory_limit: e.memory_limit_mb.map(|m| m * 1024 * 1024),
+            grouping_sets_per_query: e.grouping_sets_per_query.unwrap_or(256),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"
+[input]
+microdata = "data.parquet"
+[[hierarchy]]
+variable = "geo"
+levels = [2, 2]
+[[table]]
+name = "salary"
+explanatory = ["sex", "geo"]
+response = "salary"
+contributor = "ent_id"
+safety = "NK(1,85)|FREQ(3,10)"
+secondary = { method = "none" }
+[output]
+dir = "out"
+"#;
+
+    #[test]
+    fn parses_a_good_job() {
+        let j = Job::parse(Path::new("j.toml"), OK).unwrap();
+        assert_eq!(j.tables[0].safety.rules.len(), 2);
+        assert_eq!(j.hierarchies["geo"], HierarchySpec::Levels(vec![2, 2]));
+        assert_eq!(j.mode, EngineMode::Local);
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_key() {
+        let text = OK.replace("response = \"salary\"", "respons = \"salary\"");
+        let e = Job::parse(Path::new("j.toml"), &text).unwrap_err();
+        let m = e.to_string();
+        assert!(m.starts_with("j.toml:") && m.contains("unknown field `respons`"), "{m}");
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn all_semantic_errors_reported_together() {
+        let text = OK
+            .replace("NK(1,85)|FREQ(3,10)", "NK(1,185)")
+            .replace("method = \"none\"", "method = \"nne\"")
+            .replace("variable = \"geo\"", "variable = \"gep\"");
+        let m = Job::parse(Path::new("j.toml"), &text).unwrap_err().to_string();
+        assert!(m.contains("3 errors"), "{m}");
+        assert!(
+            m.contains("percentage") && m.contains("did you mean \"none\"") && m.contains("did you mean \"geo\""),
+            "{m}"
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! The one adapter between sdcflow's solvers and HiGHS.
+//!
+//! Models are plain data ([`LinearProgram`]), independent of any solver, so they can be built,
+//! inspected and checked in tests without HiGHS (good_lp's design). [`solve`] is the only place
+//! that talks to HiGHS and it enforces the rules that keep the bundled HiGHS 1.15 safe:
+//!
+//! * every instance runs with `threads = 1` — HiGHS is not safe with several instances on
+//!   different threads unless they all use the same `threads` option; callers parallelise across
+//!   models with rayon instead;
+//! * only `try_` entry points are used, so a malformed model is an [`LpError`], never a panic;
+//! * every model status is sorted in one `match`: infeasible / unbounded are errors, a reached
+//!   time limit is a [`LpStatus`], not an error.
+
+use std::num::NonZeroU32;
+
+use highs::{HighsModelStatus, HighsSolutionStatus, RowProblem, Sense};
+
+/// Optimisation direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Minimise the objective.
+    Minimise,
+    /// Maximise the objective.
+    Maximise,
+}
+
+/// One variable (column) of a [`LinearProgram`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Objective coefficient.
+    pub cost: f64,
+    /// Lower bound (may be `f64::NEG_INFINITY`).
+    pub lower: f64,
+    /// Upper bound (may be `f64::INFINITY`).
+    pub upper: f64,
+    /// Whether the variable must take an integer value (makes the model a MIP).
+    pub integer: bool,
+}
+
+/// One constraint `lower <= Σ coef·x <= upper`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraint {
+    /// Lower bound of the row activity (may be `f64::NEG_INFINITY`).
+    pub lower: f64,
+    /// Upper bound of the row activity (may be `f64::INFINITY`).
+    pub upper: f64,
+    /// Sparse coefficients `(column index, coefficient)`.
+    pub coefs: Vec<(usize, f64)>,
+}
+
+/// A linear (or mixed-integer) program as plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearProgram {
+    /// Optimisation direction.
+    pub direction: Direction,
+    /// Variables.
+    pub columns: Vec<Column>,
+    /// Constraints.
+    pub rows: Vec<Constraint>,
+}
+
+impl LinearProgram {
+    /// An empty program with the given direction.
+    pub fn new(direction: Direction) -> Self {
+        Self { direction, columns: Vec::new(), rows: Vec::new() }
+    }
+
+    /// Adds a continuous variable and returns its index.
+    pub fn add_column(&mut self, cost: f64, lower: f64, upper: f64) -> usize {
+        self.columns.push(Column { cost, lower, upper, integer: false });
+        self.columns.len() - 1
+    }
+
+    /// Adds an integer variable and returns its index.
+    pub fn add_integer_column(&mut self, cost: f64, lower: f64, upper: f64) -> usize {
+        self.columns.push(Column { cost, lower, upper, integer: true });
+        self.columns.len() - 1
+    }
+
+    /// Adds a constraint `lower <= Σ coef·x <= upper` and returns its index.
+    pub fn add_row(&mut self, lower: f64, upper: f64, coefs: Vec<(usize, f64)>) -> usize {
+        self.rows.push(Constraint { lower, upper, coefs });
+        self.rows.len() - 1
+    }
+
+    /// Whether any variable is integer.
+    pub fn is_mip(&self) -> bool {
+        self.columns.iter().any(|c| c.integer)
+    }
+
+    /// Objective value of a given assignment (no solver needed).
+    pub fn objective_of(&self, x: &[f64]) -> f64 {
+        self.columns.iter().zip(x).map(|(c, v)| c.cost * v).sum()
+    }
+
+    /// Largest violation of any bound or constraint by `x` (0 when feasible); for tests and
+    /// for checking solutions independently of the solver.
+    pub fn max_violation(&self, x: &[f64]) -> f64 {
+        let mut worst: f64 = 0.0;
+        for (c, v) in self.columns.iter().zip(x) {
+            worst = worst.max(c.lower - v).max(v - c.upper);
+        }
+        for r in &self.rows {
+            let act: f64 = r.coefs.iter().map(|&(j, a)| a * x[j]).sum();
+            worst = worst.max(r.lower - act).max(act - r.upper);
+        }
+        worst
+    }
+}
+
+/// Options for one solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SolveOptions {
+    /// Wall-clock limit in seconds (`None`: no limit).
+    pub time_limit_s: Option<f64>,
+    /// Relative MIP gap at which HiGHS may stop (`None`: HiGHS default, 1e-4).
+    pub mip_rel_gap: Option<f64>,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        Self { time_limit_s: None, mip_rel_gap: None }
+    }
+}
+
+/// How a solve ended when it produced a usable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LpStatus {
+    /// Proven optimal (for a MIP: within the gap tolerance).
+    Optimal,
+    /// Stopped by the time limit with a feasible solution (for a MIP: the incumbent).
+    TimeLimit,
+}
+
+/// Result of a successful solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LpSolution {
+    /// Whether the answer is proven optimal or the time limit was hit.
+    pub status: LpStatus,
+    /// Objective value.
+    pub objective: f64,
+    /// Primal values, one per column.
+    pub columns: Vec<f64>,
+    /// Row duals, one per row (LP only; empty for MIPs).
+    pub row_duals: Vec<f64>,
+    /// Column reduced costs, one per column (LP only; empty for MIPs).
+    pub column_duals: Vec<f64>,
+    /// Relative MIP gap reported by HiGHS (0 for LPs).
+    pub mip_gap: f64,
+}
+
+/// Why a solve produced no usable answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LpError {
+    /// The model has no feasible point.
+    #[error("the linear program is infeasible")]
+    Infeasible,
+    /// The objective is unbounded (or the model is infeasible-or-unbounded).
+    #[error("the linear program is unbounded")]
+    Unbounded,
+    /// Time limit reached before any feasible point was found.
+    #[error("time limit reached before a feasible solution was found")]
+    TimeLimitNoSolution,
+    /// HiGHS rejected the model or failed; `what` names the step and the status.
+    #[error("HiGHS failed: {what}")]
+    Solver {
+        /// Step and status reported by HiGHS.
+        what: String,
+    },
+}
+
+/// Solves `lp` with HiGHS (one thread, quiet) and sorts every outcome.
+pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpError> {
+    let mip = lp.is_mip();
+    let mut pb = RowProblem::default();
+    let cols: Vec<highs::Col> =
+        lp.columns.iter().map(|c| pb.add_column_with_integrality(c.cost, c.lower..=c.upper, c.integer)).collect();
+    for r in &lp.rows {
+        pb.add_row(r.lower..=r.upper, r.coefs.iter().map(|&(j, a)| (cols[j], a)));
+    }
+    let sense = match lp.direction {
+        Direction::Minimise => Sense::Minimise,
+        Direction::Maximise => Sense::Maximise,
+    };
+    let mut model =
+        pb.try_optimise(sense).map_err(|s| LpError::Solver { what: format!("building the model: {s:?}") })?;
+    model.set_threads(NonZeroU32::new(1).expect("1 is nonzero"));
+    let set = |m: &mut highs::Model, name: &str, v: f64| {
+        m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
+    };
+    if let Some(t) = opts.time_limit_s {
+        set(&mut model, "time_limit", t.max(0.001))?;
+    }
+    if let (true, Some(g)) = (mip, opts.mip_rel_gap) {
+        set(&mut model, "mip_rel_gap", g)?;
+    }
+    let solved = model.try_solve().map_err(|s| LpError::Solver { what: format!("run: {s:?}") })?;
+    let has_primal = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
+    let status = match solved.status() {
+        HighsModelStatus::Optimal => LpStatus::Optimal,
+        HighsModelStatus::ModelEmpty => LpStatus::Optimal,
+        HighsModelStatus::Infeasible => return Err(LpError::Infeasible),
+        HighsModelStatus::Unbounded | HighsModelStatus::UnboundedOrInfeasible => return Err(LpError::Unbounded),
+        HighsModelStatus::ReachedTimeLimit
+        | HighsModelStatus::ReachedIterationLimit
+        | HighsModelStatus::ReachedSolutionLimit
+        | HighsModelStatus::ReachedInterrupt
+        | HighsModelStatus::ObjectiveBound
+        | HighsModelStatus::ObjectiveTarget => {
+            if has_primal {
+                LpStatus::TimeLimit
+            } else {
+                return Err(LpError::TimeLimitNoSolution);
+            }
+        }
+        // LoadError, ModelError, PresolveError, SolveError, PostsolveError, Unknown,
+        // ReachedMemoryLimit, NotSet, and statuses added by later HiGHS versions.
+        other => return Err(LpError::Solver { what: format!("model status {other:?}") }),
+    };
+    let sol = solved.get_solution();
+    let columns = sol.columns().to_vec();
+    let objective = lp.objective_of(&columns);
+    let (row_duals, column_duals) =
+        if mip { (Vec::new(), Vec::new()) } else { (sol.dual_rows().to_vec(), sol.dual_columns().to_vec()) };
+    Ok(LpSolution {
+        status,
+        objective,
+        columns,
+        row_duals,
+        column_duals,
+        mip_gap: if mip { solved.mip_gap() } else { 0.0 },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_lp_and_duals() {
+        // max 3x + 2y s.t. x + y <= 4, x + 3y <= 7, x <= 3 (second row slack: dual 0)
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        let x = lp.add_column(3.0, 0.0, 3.0);
+        let y = lp.add_column(2.0, 0.0, f64::INFINITY);
+        lp.add_row(f64::NEG_INFINITY, 4.0, vec![(x, 1.0), (y, 1.0)]);
+        lp.add_row(f64::NEG_INFINITY, 7.0, vec![(x, 1.0), (y, 3.0)]);
+        let s = solve(&lp, &SolveOptions::default()).unwrap();
+        assert_eq!(s.status, LpStatus::Optimal);
+        assert!((s.objective - 11.0).abs() < 1e-7);
+        assert!((s.columns[x] - 3.0).abs() < 1e-7 && (s.columns[y] - 1.0).abs() < 1e-7);
+        assert!((s.row_duals[0] - 2.0).abs() < 1e-7 && s.row_duals[1].abs() < 1e-7, "{:?}", s.row_duals);
+        assert!(lp.max_violation(&s.columns) < 1e-9);
+    }
+
+    #[test]
+    fn infeasible_and_unbounded_are_errors() {
+        let mut lp = LinearProgram::new(Direction::Minimise);
+        let x = lp.add_column(1.0, 0.0, 1.0);
+        lp.add_row(2.0, f64::INFINITY, vec![(x, 1.0)]);
+        assert_eq!(solve(&lp, &SolveOptions::default()), Err(LpError::Infeasible));
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        lp.add_column(1.0, 0.0, f64::INFINITY);
+        assert!(matches!(solve(&lp, &SolveOptions::default()), Err(LpError::Unbounded)));
+    }
+
+    #[test]
+    fn knapsack_mip() {
+        // max 5a + 4b + 3c s.t. 2a + 3b + c <= 5, binaries → a + c (8) or a + b (9): 9
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        let v: Vec<usize> = [5.0, 4.0, 3.0].iter().map(|&c| lp.add_integer_column(c, 0.0, 1.0)).collect();
+        lp.add_row(f64::NEG_INFINITY, 5.0, vec![(v[0], 2.0), (v[1], 3.0), (v[2], 1.0)]);
+        let s = solve(&lp, &SolveOptions::default()).unwrap();
+        assert!((s.objective - 9.0).abs() < 1e-7);
+    }
+
+    /// HiGHS instances on many threads at once, all with `threads = 1` (the safe configuration).
+    #[test]
+    fn stress_parallel_instances() {
+        use rayon::prelude::*;
+        let results: Vec<f64> = (0..64)
+            .into_par_iter()
+            .map(|i| {
+                let n = 20 + i % 7;
+                let mut lp = LinearProgram::new(Direction::Minimise);
+                let xs: Vec<usize> = (0..n).map(|j| lp.add_column(1.0 + (j % 3) as f64, 0.0, f64::INFINITY)).collect();
+                for j in 0..n - 1 {
+                    lp.add_row(1.0, f64::INFINITY, vec![(xs[j], 1.0), (xs[j + 1], 1.0)]);
+                }
+                solve(&lp, &SolveOptions::default()).unwrap().objective
+            })
+            .collect();
+        assert!(results.iter().all(|v| *v > 0.0));
+    }
+}

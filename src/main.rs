@@ -1,0 +1,329 @@
+//! The `sdcflow` command line. Parsing and error printing live here; the work is in the library.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use sdcflow::job::{EngineMode, HierarchyEntry, InputSpec, Job, JobSpec, OutputSpec, SecondarySpec, TableSpec};
+use sdcflow::progress::{Progress, Verbosity};
+
+#[derive(Parser, Debug)]
+#[command(name = "sdcflow", version, about = "Statistical disclosure control at census scale on DataFusion / Ballista")]
+struct Cli {
+    /// Print only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print engine details too.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a job file: tabulate, protect and write every table.
+    Run {
+        /// The job file (TOML).
+        job: PathBuf,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// Output location (overrides `[output] dir`).
+        #[arg(long)]
+        out: Option<String>,
+    },
+    /// One-line protection of one table (tau-Argus batch syntax).
+    Protect(ProtectArgs),
+    /// Generate census-like synthetic microdata as Parquet parts.
+    Generate {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Number of rows.
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Rows per Parquet part.
+        #[arg(long, default_value_t = 1_000_000)]
+        rows_per_part: u64,
+    },
+    /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Tabulation of a 4- or 7-dimensional hierarchical table on generated data.
+    Tabulate {
+        /// Directory of generated data (created with `generate` if empty).
+        #[arg(long)]
+        data: PathBuf,
+        /// Rows to generate when the directory is empty.
+        #[arg(long, default_value_t = 2_000_000)]
+        rows: u64,
+        /// 4 (2 hierarchical) or 7 (4 hierarchical) dimensions.
+        #[arg(long, default_value_t = 4)]
+        dims: usize,
+        /// DataFusion partitions (threads).
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Where to write the result (default: a temporary directory).
+        #[arg(long)]
+        out: Option<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+struct EngineArgs {
+    /// Run on a Ballista scheduler (df://HOST:PORT).
+    #[arg(long, conflicts_with = "standalone")]
+    cluster: Option<String>,
+    /// Run on an in-process Ballista scheduler and executor.
+    #[arg(long)]
+    standalone: bool,
+}
+
+impl EngineArgs {
+    fn mode(&self) -> Option<EngineMode> {
+        match (&self.cluster, self.standalone) {
+            (Some(url), _) => Some(EngineMode::Remote(url.clone())),
+            (None, true) => Some(EngineMode::Standalone),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ProtectArgs {
+    /// Microdata: Parquet file, directory, glob or s3:// URL.
+    micro: String,
+    /// Explanatory variables of the table, comma-separated (e.g. 'geo,nace').
+    #[arg(long)]
+    tables: String,
+    /// Response variable (omit for a frequency table).
+    #[arg(long)]
+    response: Option<String>,
+    /// Contributor / holding variable.
+    #[arg(long)]
+    contributor: Option<String>,
+    /// Weight variable.
+    #[arg(long)]
+    weight: Option<String>,
+    /// Safety rules, e.g. 'NK(1,85)|FREQ(3,10)'.
+    #[arg(long)]
+    safety: String,
+    /// Hierarchy as VAR=levels:2,2 | VAR=file:geo.hrc | VAR=mapping:geo.csv (repeatable).
+    #[arg(long = "hierarchy")]
+    hierarchies: Vec<String>,
+    /// Secondary suppression method.
+    #[arg(long, default_value = "none")]
+    secondary: String,
+    /// Table name (default: the variables joined by `_`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Output location.
+    #[arg(long)]
+    out: String,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let verbosity = if cli.quiet {
+        Verbosity::Quiet
+    } else if cli.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli.command, verbosity)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            let code =
+                e.chain().find_map(|c| c.downcast_ref::<sdcflow::Error>()).map(sdcflow::Error::exit_code).unwrap_or(1);
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
+    let progress = Progress::new(verbosity);
+    match cmd {
+        Command::Run { job, engine, out } => {
+            let j = Job::load(&job).with_context(|| format!("loading job {}", job.display()))?;
+            execute(&j, engine.mode(), out.as_deref(), &progress, verbosity).await
+        }
+        Command::Protect(a) => {
+            let j = protect_job(&a)?;
+            execute(&j, a.engine.mode(), None, &progress, verbosity).await
+        }
+        Command::Generate { out, rows, seed, rows_per_part } => {
+            let opts = sdcflow::generate::GenerateOptions { rows, seed, rows_per_part, ..Default::default() };
+            let stage = progress.stage(&format!("generating {rows} rows"), 1);
+            let parts = sdcflow::generate::generate(&out, &opts)
+                .with_context(|| format!("generating into {}", out.display()))?;
+            stage.finish();
+            if verbosity > Verbosity::Quiet {
+                println!("wrote {rows} rows in {} Parquet parts to {}", parts.len(), out.display());
+            }
+            Ok(())
+        }
+        Command::Bench { what } => match what {
+            BenchCommand::Tabulate { data, rows, dims, threads, out } => {
+                bench_tabulate(&data, rows, dims, threads, out, &progress).await
+            }
+        },
+    }
+}
+
+async fn execute(
+    job: &Job,
+    mode: Option<EngineMode>,
+    out: Option<&str>,
+    progress: &Progress,
+    verbosity: Verbosity,
+) -> anyhow::Result<()> {
+    let summary = sdcflow::run::run_job(job, mode, out, progress).await.context("running the job")?;
+    if verbosity > Verbosity::Quiet {
+        for t in &summary.report.tables {
+            println!(
+                "table {}: {} cells, {} primary, {} secondary, {:.2}% of value suppressed, audit: {}",
+                t.name,
+                t.cells,
+                t.primaries,
+                t.secondaries,
+                100.0 * t.suppressed_value_share,
+                t.audit
+            );
+        }
+        println!("output written to {}", summary.output);
+    }
+    Ok(())
+}
+
+fn protect_job(a: &ProtectArgs) -> anyhow::Result<Job> {
+    let explanatory: Vec<String> =
+        a.tables.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    let mut hierarchy = Vec::new();
+    for h in &a.hierarchies {
+        let bad = || {
+            sdcflow::Error::job(
+                "--hierarchy",
+                format!("{h:?}: expected VAR=levels:W,W | VAR=file:PATH | VAR=mapping:PATH"),
+            )
+        };
+        let (var, spec) = h.split_once('=').ok_or_else(bad)?;
+        let (kind, arg) = spec.split_once(':').ok_or_else(bad)?;
+        let mut e = HierarchyEntry { variable: var.to_string(), levels: None, file: None, mapping: None, lead: None };
+        match kind {
+            "levels" => {
+                e.levels = Some(
+                    arg.split(',').map(|w| w.trim().parse::<usize>()).collect::<Result<_, _>>().map_err(|_| bad())?,
+                )
+            }
+            "file" => e.file = Some(arg.to_string()),
+            "mapping" => e.mapping = Some(arg.to_string()),
+            _ => return Err(bad().into()),
+        }
+        hierarchy.push(e);
+    }
+    let spec = JobSpec {
+        input: InputSpec { microdata: a.micro.clone(), sql: vec![] },
+        hierarchy,
+        table: vec![TableSpec {
+            name: a.name.clone().unwrap_or_else(|| explanatory.join("_")),
+            explanatory,
+            response: a.response.clone(),
+            contributor: a.contributor.clone(),
+            weight: a.weight.clone(),
+            safety: a.safety.clone(),
+            secondary: SecondarySpec { method: a.secondary.clone(), seed: None, time_limit_s: None },
+            source: None,
+        }],
+        output: OutputSpec { dir: a.out.clone() },
+        engine: Default::default(),
+    };
+    Ok(Job::from_spec(Path::new("<command line>"), spec)?)
+}
+
+fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+async fn bench_tabulate(
+    data: &Path,
+    rows: u64,
+    dims: usize,
+    threads: usize,
+    out: Option<String>,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let has_parts = std::fs::read_dir(data)
+        .map(|mut d| d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".parquet"))))
+        .unwrap_or(false);
+    if !has_parts {
+        let opts = sdcflow::generate::GenerateOptions { rows, ..Default::default() };
+        sdcflow::generate::generate(data, &opts)?;
+    }
+    let (explanatory, hier): (Vec<&str>, Vec<(&str, Vec<usize>)>) = match dims {
+        4 => (vec!["geo", "nace", "sex", "age_band"], vec![("geo", vec![2, 2, 2]), ("nace", vec![1, 2])]),
+        7 => (
+            vec!["geo", "nace", "occupation", "education", "sex", "age_band", "contract"],
+            vec![("geo", vec![2, 2, 2]), ("nace", vec![1, 2]), ("occupation", vec![1, 1]), ("education", vec![1, 1])],
+        ),
+        _ => anyhow::bail!("--dims must be 4 or 7"),
+    };
+    let tmp = tempfile::tempdir()?;
+    let out = out.unwrap_or_else(|| tmp.path().join("out").display().to_string());
+    let spec = JobSpec {
+        input: InputSpec { microdata: data.display().to_string(), sql: vec![] },
+        hierarchy: hier
+            .into_iter()
+            .map(|(v, l)| HierarchyEntry { variable: v.into(), levels: Some(l), file: None, mapping: None, lead: None })
+            .collect(),
+        table: vec![TableSpec {
+            name: format!("bench{dims}"),
+            explanatory: explanatory.iter().map(|s| s.to_string()).collect(),
+            response: Some("salary".into()),
+            contributor: Some("ent_id".into()),
+            weight: None,
+            safety: "NK(1,85)|FREQ(3,10)".into(),
+            secondary: SecondarySpec { method: "none".into(), seed: None, time_limit_s: None },
+            source: None,
+        }],
+        output: OutputSpec { dir: out.clone() },
+        engine: sdcflow::job::EngineSpec { target_partitions: Some(threads), ..Default::default() },
+    };
+    let job = Job::from_spec(Path::new("<bench>"), spec)?;
+    let start = std::time::Instant::now();
+    let summary = sdcflow::run::run_job(&job, None, None, progress).await?;
+    let secs = start.elapsed().as_secs_f64();
+    let t = &summary.report.tables[0];
+    println!(
+        "bench tabulate: dims={dims} threads={threads} cells={} primaries={} tabulate_s={:.2} total_s={secs:.2} peak_rss_mib={:.0}",
+        t.cells,
+        t.primaries,
+        t.timings_s.get("tabulate").copied().unwrap_or(0.0),
+        peak_rss_mib().unwrap_or(f64::NAN)
+    );
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `report.json`: what was produced, how well it is protected, and how long it took.
+//!
+//! The report is the audit trail of a publication: per table the cell and suppression counts,
+//! the share of the total value withheld, the method and whether the table is protected against
+//! recalculation from its totals. Timings are kept apart (`timings_s`) so that every other field
+//! is deterministic for the same input and seed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The whole report of a run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Report {
+    /// sdcflow version that wrote the report.
+    pub sdcflow_version: String,
+    /// Microdata location.
+    pub input: String,
+    /// Per-table figures, in job order.
+    pub tables: Vec<TableReport>,
+    /// Warnings (also printed).
+    pub warnings: Vec<String>,
+}
+
+/// Figures of one protected table.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct TableReport {
+    /// Table name.
+    pub name: String,
+    /// Explanatory variables.
+    pub explanatory: Vec<String>,
+    /// Response variable (`null` for a frequency table).
+    pub response: Option<String>,
+    /// Safety rules as given.
+    pub safety: String,
+    /// Nodes per explanatory variable (including its total).
+    pub codes_per_variable: BTreeMap<String, usize>,
+    /// Nonempty cells.
+    pub cells: usize,
+    /// Cells per status letter.
+    pub status_counts: BTreeMap<String, usize>,
+    /// Primary (rule-unsafe) cells.
+    pub primaries: usize,
+    /// Secondary suppressions.
+    pub secondaries: usize,
+    /// Σ value of suppressed cells / Σ value of all cells (internal cells and marginals alike).
+    pub suppressed_value_share: f64,
+    /// Secondary method.
+    pub method: String,
+    /// Whether the suppression pattern was audited and protects every primary against
+    /// recalculation from the published cells.
+    pub protected_against_recalculation: bool,
+    /// Audit result in words.
+    pub audit: String,
+    /// Files written, relative to the output directory.
+    pub files: Vec<String>,
+    /// Seconds per stage (not deterministic).
+    pub timings_s: BTreeMap<String, f64>,
+}

@@ -1,0 +1,138 @@
+//! Helpers shared by the integration tests.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Float64Type, Schema, UInt64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+
+/// The sdcflow binary built for this test run.
+pub fn sdcflow() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sdcflow"))
+}
+
+/// A column for [`write_parquet`].
+pub enum Col {
+    Str(&'static str, Vec<String>),
+    Int(&'static str, Vec<i64>),
+    F64(&'static str, Vec<f64>),
+}
+
+/// Writes one Parquet file with the given columns.
+pub fn write_parquet(path: &Path, cols: Vec<Col>) {
+    let mut fields = Vec::new();
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    for c in cols {
+        match c {
+            Col::Str(n, v) => {
+                fields.push(Field::new(n, DataType::Utf8, false));
+                arrays.push(Arc::new(StringArray::from(v)));
+            }
+            Col::Int(n, v) => {
+                fields.push(Field::new(n, DataType::Int64, false));
+                arrays.push(Arc::new(Int64Array::from(v)));
+            }
+            Col::F64(n, v) => {
+                fields.push(Field::new(n, DataType::Float64, false));
+                arrays.push(Arc::new(Float64Array::from(v)));
+            }
+        }
+    }
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap();
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(f, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// Reads every batch of a Parquet file.
+pub fn read_parquet(path: &Path) -> Vec<RecordBatch> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap().map(|b| b.unwrap()).collect()
+}
+
+/// One output cell, keyed by its codes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutCell {
+    pub freq: u64,
+    pub records: u64,
+    pub value: f64,
+    pub top1: f64,
+    pub top2: f64,
+    pub status: String,
+    pub lpl: f64,
+}
+
+/// Reads `cells.parquet` into a map from codes to cell.
+pub fn read_cells(path: &Path, dims: usize) -> BTreeMap<Vec<String>, OutCell> {
+    let mut out = BTreeMap::new();
+    for b in read_parquet(path) {
+        let s = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("column {n}")).clone();
+        let codes: Vec<ArrayRef> = (0..dims).map(|d| b.column(d).clone()).collect();
+        let freq = s("freq");
+        let rec = s("records");
+        let value = s("value");
+        let top1 = s("top1");
+        let top2 = s("top2");
+        let status = s("status");
+        let lpl = s("lpl");
+        for r in 0..b.num_rows() {
+            let key: Vec<String> = codes.iter().map(|c| c.as_string::<i32>().value(r).to_string()).collect();
+            out.insert(
+                key,
+                OutCell {
+                    freq: freq.as_primitive::<UInt64Type>().value(r),
+                    records: rec.as_primitive::<UInt64Type>().value(r),
+                    value: value.as_primitive::<Float64Type>().value(r),
+                    top1: top1.as_primitive::<Float64Type>().value(r),
+                    top2: top2.as_primitive::<Float64Type>().value(r),
+                    status: status.as_string::<i32>().value(r).to_string(),
+                    lpl: lpl.as_primitive::<Float64Type>().value(r),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// Reads a string column of all batches.
+pub fn strings(batches: &[RecordBatch], name: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for b in batches {
+        let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
+        let c = c.as_string::<i32>();
+        v.extend((0..c.len()).map(|i| c.value(i).to_string()));
+    }
+    v
+}
+
+/// Reads a numeric column of all batches as f64.
+pub fn floats(batches: &[RecordBatch], name: &str) -> Vec<f64> {
+    let mut v = Vec::new();
+    for b in batches {
+        let c = arrow::compute::cast(b.column_by_name(name).unwrap(), &DataType::Float64).unwrap();
+        v.extend(c.as_primitive::<Float64Type>().values().iter().copied());
+    }
+    v
+}
+
+/// Writes a job file into `dir` and returns its path.
+pub fn write_job(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("job.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs the binary, returning (exit code, stdout, stderr).
+pub fn run(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    let o = sdcflow().args(args).current_dir(cwd).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
