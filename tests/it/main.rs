@@ -1,6 +1,7 @@
 //! sdcflow integration tests: one binary, modules by feature (like ripgrep's `tests/`).
 
 mod bad_input;
+mod cli;
 mod common;
 mod engines;
 mod s3;

@@ -1,0 +1,138 @@
+//! The command line: the one-line `protect` form, SQL sources and preludes, the report, and a
+//! clear error for an unreachable cluster.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+fn small_data(dir: &std::path::Path) -> std::path::PathBuf {
+    let data = dir.join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1500, seed: 11, rows_per_part: 1500, mean_enterprise_size: 10.0 };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    data
+}
+
+#[test]
+fn protect_one_liner_matches_the_job_file() {
+    let d = tempfile::tempdir().unwrap();
+    let data = small_data(d.path());
+    let (code, out, err) = run(
+        &[
+            "protect",
+            data.to_str().unwrap(),
+            "--tables",
+            "geo,sex",
+            "--response",
+            "salary",
+            "--contributor",
+            "ent_id",
+            "--safety",
+            "NK(1,85)|FREQ(3,10)",
+            "--hierarchy",
+            "geo=levels:2,2,2",
+            "--out",
+            "one",
+        ],
+        d.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("table geo_sex:") && out.contains("output written to one"), "{out}");
+    let job = format!(
+        "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n[[table]]\nname = \"geo_sex\"\nexplanatory = [\"geo\", \"sex\"]\nresponse = \"salary\"\ncontributor = \"ent_id\"\nsafety = \"NK(1,85)|FREQ(3,10)\"\nsecondary = {{ method = \"none\" }}\n[output]\ndir = \"two\"\n",
+        data.display()
+    );
+    write_job(d.path(), &job);
+    let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let a = std::fs::read(d.path().join("one/geo_sex/cells.parquet")).unwrap();
+    let b = std::fs::read(d.path().join("two/geo_sex/cells.parquet")).unwrap();
+    assert_eq!(a, b);
+    // A malformed --hierarchy is bad input.
+    let (code, _, err) = run(
+        &[
+            "protect",
+            data.to_str().unwrap(),
+            "--tables",
+            "geo",
+            "--safety",
+            "FREQ(3,10)",
+            "--hierarchy",
+            "geo=lvls:2",
+            "--out",
+            "x",
+        ],
+        d.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("VAR=levels:W,W"), "{err}");
+}
+
+#[test]
+fn preludes_sql_sources_and_report() {
+    let d = tempfile::tempdir().unwrap();
+    let data = small_data(d.path());
+    std::fs::write(
+        d.path().join("prep.sql"),
+        "CREATE VIEW emp AS SELECT *, substr(geo, 1, 2) AS region FROM microdata;\n",
+    )
+    .unwrap();
+    std::fs::write(d.path().join("women.sql"), "SELECT * FROM emp WHERE sex = '2'").unwrap();
+    let job = format!(
+        r#"
+[input]
+microdata = "{data}"
+sql = ["prep.sql"]
+[[table]]
+name = "all"
+explanatory = ["region"]
+safety = "FREQ(3,10)"
+secondary = {{ method = "none" }}
+[[table]]
+name = "women"
+explanatory = ["region"]
+source = "women.sql"
+safety = "FREQ(3,10)"
+secondary = {{ method = "none" }}
+[output]
+dir = "out"
+"#,
+        data = data.display()
+    );
+    write_job(d.path(), &job);
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("NOT protected against recalculation"), "{err}");
+    let all = read_cells(&d.path().join("out/all/cells.parquet"), 1);
+    let women = read_cells(&d.path().join("out/women/cells.parquet"), 1);
+    let total = |m: &std::collections::BTreeMap<Vec<String>, OutCell>| m[&vec!["Total".to_string()]].value;
+    assert_eq!(total(&all), 1500.0);
+    assert!(total(&women) > 500.0 && total(&women) < 1000.0);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("out/report.json")).unwrap()).unwrap();
+    let t = &report["tables"][0];
+    assert_eq!(t["name"], "all");
+    assert_eq!(t["protected_against_recalculation"], false);
+    assert_eq!(t["cells"].as_u64().unwrap() as usize, all.len());
+    let primaries = all.values().filter(|c| c.status == "U").count();
+    assert_eq!(t["primaries"].as_u64().unwrap() as usize, primaries);
+    assert_eq!(report["warnings"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn unreachable_cluster_fails_fast() {
+    let d = tempfile::tempdir().unwrap();
+    let data = small_data(d.path());
+    let job = format!(
+        "[input]\nmicrodata = \"{}\"\n[[table]]\nname = \"t\"\nexplanatory = [\"sex\"]\nsafety = \"FREQ(3,10)\"\nsecondary = {{ method = \"none\" }}\n[output]\ndir = \"out\"\n",
+        data.display()
+    );
+    write_job(d.path(), &job);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let start = Instant::now();
+    let (code, _, err) = run(&["run", "job.toml", "--cluster", &format!("df://127.0.0.1:{port}")], d.path());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unreachable"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(20));
+    assert!(!d.path().join("out").exists());
+}
