@@ -11,7 +11,7 @@ use std::sync::Arc;
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
-use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 use url::Url;
 
 use crate::error::{Error, Result};
@@ -111,25 +111,29 @@ fn bucket_url(location: &str) -> Result<Url> {
     Url::parse(&format!("s3://{}", u.host_str().unwrap_or_default())).map_err(|e| Error::Internal(e.to_string()))
 }
 
-/// Registers the microdata as table `microdata`: a Parquet file, directory, glob or S3 prefix.
-/// Errors name the location.
-pub async fn register_microdata(ctx: &SessionContext, location: &str) -> Result<()> {
+/// Registers the microdata as table `microdata`: a Parquet file, directory, glob or S3 prefix,
+/// or a `.csv` file with a header line. Errors name the location.
+pub async fn register_microdata(ctx: &SessionContext, location: &str, csv_delimiter: u8) -> Result<()> {
     register_store_for(ctx, location)?;
     let local = !location.contains("://");
     if local && !has_glob(location) && !std::path::Path::new(location).exists() {
         return Err(Error::data(location, "file or directory not found"));
     }
-    let opts = ParquetReadOptions::default().file_extension(if local && std::path::Path::new(location).is_file() {
-        ""
+    let is_file = local && std::path::Path::new(location).is_file();
+    if location.to_ascii_lowercase().ends_with(".csv") {
+        let opts = CsvReadOptions::new().has_header(true).delimiter(csv_delimiter).file_extension(".csv");
+        ctx.register_csv("microdata", location, opts)
+            .await
+            .map_err(|e| Error::data(location, format!("cannot read as CSV: {e}")))?;
     } else {
-        ".parquet"
-    });
-    ctx.register_parquet("microdata", location, opts)
-        .await
-        .map_err(|e| Error::data(location, format!("cannot read as Parquet: {e}")))?;
+        let opts = ParquetReadOptions::default().file_extension(if is_file { "" } else { ".parquet" });
+        ctx.register_parquet("microdata", location, opts)
+            .await
+            .map_err(|e| Error::data(location, format!("cannot read as Parquet: {e}")))?;
+    }
     // Touch the schema and one batch now so an unreadable file fails here, naming the input.
     let df = ctx.sql("SELECT * FROM microdata LIMIT 1").await.map_err(|e| Error::data(location, e.to_string()))?;
-    df.collect().await.map_err(|e| Error::data(location, format!("cannot read as Parquet: {e}")))?;
+    df.collect().await.map_err(|e| Error::data(location, format!("cannot be read: {e}")))?;
     Ok(())
 }
 

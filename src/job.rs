@@ -27,6 +27,9 @@ pub struct JobSpec {
     /// Tables to tabulate and protect.
     #[serde(default)]
     pub table: Vec<TableSpec>,
+    /// Microdata sets to microaggregate.
+    #[serde(default)]
+    pub microaggregation: Vec<MicroaggregationSpec>,
     /// Where the results go.
     pub output: OutputSpec,
     /// Query-engine settings (default: local DataFusion with one partition per core).
@@ -44,6 +47,8 @@ pub struct InputSpec {
     /// create is the default source of every table. Default: none.
     #[serde(default)]
     pub sql: Vec<String>,
+    /// Field delimiter when `microdata` is a `.csv` file (default `,`); CSV files need a header.
+    pub csv_delimiter: Option<String>,
 }
 
 /// `[[hierarchy]]`: exactly one of `levels`, `file`, `mapping`.
@@ -84,6 +89,44 @@ pub struct TableSpec {
     /// `microdata`).
     pub source: Option<String>,
 }
+
+/// `[[microaggregation]]`: numeric (MDAV family) or nominal (two-step k-anonymity).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicroaggregationSpec {
+    /// Data set name: the output sub-directory.
+    pub name: String,
+    /// Variables to aggregate (quasi-identifiers).
+    pub variables: Vec<String>,
+    /// Minimum group size (≥ 2).
+    pub k: usize,
+    /// `numeric` (default) or `nominal`.
+    pub kind: Option<String>,
+    /// Numeric: `mdav`, `vmdav`, `univariate-optimal`, `two-step` (default). Nominal:
+    /// `two-step` (default), `cluster-mode`, `random-member` (baselines).
+    pub method: Option<String>,
+    /// Aggregate within each combination of these variables (default: none).
+    pub strata: Option<Vec<String>>,
+    /// Record weights (numeric only; default: none).
+    pub weight: Option<String>,
+    /// Numeric: `zscore` (default), `range` or `none`.
+    pub standardise: Option<String>,
+    /// Seed (default 1).
+    pub seed: Option<u64>,
+    /// V-MDAV gain factor γ (default 0.2).
+    pub gamma: Option<f64>,
+    /// Nominal: control tables are all tables up to this dimension (default 2).
+    pub control: Option<usize>,
+    /// Nominal: explicit control tables (lists of variables), instead of `control`.
+    pub control_tables: Option<Vec<Vec<String>>>,
+    /// Source view (default: the last prelude view, or `microdata`).
+    pub source: Option<String>,
+}
+
+/// Numeric microaggregation methods.
+pub const NUMERIC_METHODS: &[&str] = &["mdav", "vmdav", "univariate-optimal", "two-step"];
+/// Nominal microaggregation methods.
+pub const NOMINAL_METHODS: &[&str] = &["two-step", "cluster-mode", "random-member"];
 
 /// `secondary = { … }`.
 #[derive(Debug, Clone, Deserialize)]
@@ -179,10 +222,14 @@ pub struct Job {
     pub microdata: String,
     /// SQL prelude files.
     pub sql: Vec<PathBuf>,
+    /// CSV delimiter byte, when the microdata is CSV.
+    pub csv_delimiter: u8,
     /// Hierarchy of each variable that has one.
     pub hierarchies: BTreeMap<String, HierarchySpec>,
     /// Tables.
     pub tables: Vec<TableJob>,
+    /// Microaggregations (validated specs).
+    pub microaggregations: Vec<MicroaggregationSpec>,
     /// Output location.
     pub output: String,
     /// Engine mode.
@@ -223,11 +270,19 @@ impl Job {
         for s in &spec.input.sql {
             exists("input.sql", s, &mut errs);
         }
+        let csv_delimiter = match spec.input.csv_delimiter.as_deref() {
+            None => b',',
+            Some(d) if d.len() == 1 => d.as_bytes()[0],
+            Some(d) => {
+                errs.push(jerr(format!("input.csv_delimiter = {d:?}: expected a single character")));
+                b','
+            }
+        };
         if spec.output.dir.trim().is_empty() {
             errs.push(jerr("output.dir: must not be empty".into()));
         }
-        if spec.table.is_empty() {
-            errs.push(jerr("no [[table]] given: a job needs at least one table".into()));
+        if spec.table.is_empty() && spec.microaggregation.is_empty() {
+            errs.push(jerr("no [[table]] or [[microaggregation]] given: nothing to do".into()));
         }
 
         let used: BTreeSet<&str> = spec.table.iter().flat_map(|t| t.explanatory.iter().map(String::as_str)).collect();
@@ -329,6 +384,10 @@ impl Job {
             }
         }
 
+        for (i, m) in spec.microaggregation.iter().enumerate() {
+            validate_microaggregation(i, m, &mut names, &mut errs, path);
+        }
+
         let e = &spec.engine;
         let mode = match (e.mode.as_deref(), &e.cluster) {
             (_, Some(url)) => {
@@ -354,8 +413,10 @@ impl Job {
             path: path.to_path_buf(),
             microdata: spec.input.microdata,
             sql: spec.input.sql.iter().map(PathBuf::from).collect(),
+            csv_delimiter,
             hierarchies,
             tables,
+            microaggregations: spec.microaggregation,
             output: spec.output.dir,
             mode,
             target_partitions: e
@@ -364,6 +425,71 @@ impl Job {
             memory_limit: e.memory_limit_mb.map(|m| m * 1024 * 1024),
             grouping_sets_per_query: e.grouping_sets_per_query.unwrap_or(256),
         })
+    }
+}
+
+fn validate_microaggregation(
+    i: usize,
+    m: &MicroaggregationSpec,
+    names: &mut BTreeSet<String>,
+    errs: &mut Vec<Error>,
+    path: &Path,
+) {
+    let key = format!("microaggregation[{i}] ({:?})", m.name);
+    let mut err = |msg: String| errs.push(Error::job(path, format!("{key}{msg}")));
+    if m.name.is_empty() || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        err(".name: use letters, digits, `_` or `-` (it names the output directory)".into());
+    }
+    if !names.insert(m.name.clone()) {
+        err(".name: a table or data set with this name already exists".into());
+    }
+    if m.variables.is_empty() {
+        err(".variables: give at least one variable".into());
+    }
+    if m.k < 2 {
+        err(format!(".k: must be at least 2, got {}", m.k));
+    }
+    let kind = m.kind.as_deref().unwrap_or("numeric");
+    let methods = match kind {
+        "numeric" => NUMERIC_METHODS,
+        "nominal" => NOMINAL_METHODS,
+        other => {
+            err(format!(".kind: {other:?} is not known; use \"numeric\" or \"nominal\""));
+            return;
+        }
+    };
+    if let Some(method) = &m.method {
+        if !methods.contains(&method.as_str()) {
+            let hint =
+                nearest(method, methods.iter().copied()).map(|n| format!(" (did you mean {n:?}?)")).unwrap_or_default();
+            err(format!(".method: unknown {kind} method {method:?}{hint}; known: {}", methods.join(", ")));
+        }
+    }
+    if let Some(s) = &m.standardise {
+        if !["zscore", "range", "none"].contains(&s.as_str()) {
+            err(format!(".standardise: {s:?}; use \"zscore\", \"range\" or \"none\""));
+        }
+    }
+    if kind == "nominal" {
+        for (field, set) in
+            [("weight", m.weight.is_some()), ("standardise", m.standardise.is_some()), ("gamma", m.gamma.is_some())]
+        {
+            if set {
+                err(format!(".{field}: only applies to numeric microaggregation"));
+            }
+        }
+        if m.control.is_some() && m.control_tables.is_some() {
+            err(": give `control` or `control_tables`, not both".into());
+        }
+        for t in m.control_tables.iter().flatten() {
+            for v in t {
+                if !m.variables.contains(v) {
+                    err(format!(".control_tables: {v:?} is not one of the variables"));
+                }
+            }
+        }
+    } else if m.control.is_some() || m.control_tables.is_some() {
+        err(": control tables only apply to kind = \"nominal\"".into());
     }
 }
 

@@ -29,6 +29,8 @@ pub mod generate;
 pub mod hierarchy;
 pub mod job;
 pub mod lp;
+pub mod masking;
+pub mod microagg;
 pub mod output;
 pub mod progress;
 pub mod report;

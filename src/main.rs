@@ -212,6 +212,23 @@ async fn execute(
                 t.audit
             );
         }
+        for m in &summary.report.microaggregations {
+            let figure = match m["kind"].as_str() {
+                Some("numeric") => format!(
+                    "SSE {:.2}, IL {:.2}%{}",
+                    m["sse"].as_f64().unwrap_or(f64::NAN),
+                    m["information_loss_percent"].as_f64().unwrap_or(f64::NAN),
+                    m["lower_bound"].as_f64().map(|b| format!(", lower bound {b:.2}")).unwrap_or_default()
+                ),
+                _ => "k-anonymous, frequency-table errors in report.json".to_string(),
+            };
+            println!(
+                "microaggregation {}: {} rows, k = {}, {figure}",
+                m["name"].as_str().unwrap_or("?"),
+                m["rows"],
+                m["k"]
+            );
+        }
         println!("output written to {}", summary.output);
     }
     Ok(())
@@ -244,8 +261,9 @@ fn protect_job(a: &ProtectArgs) -> anyhow::Result<Job> {
         hierarchy.push(e);
     }
     let spec = JobSpec {
-        input: InputSpec { microdata: a.micro.clone(), sql: vec![] },
+        input: InputSpec { microdata: a.micro.clone(), sql: vec![], csv_delimiter: None },
         hierarchy,
+        microaggregation: vec![],
         table: vec![TableSpec {
             name: a.name.clone().unwrap_or_else(|| explanatory.join("_")),
             explanatory,
@@ -295,11 +313,12 @@ async fn bench_tabulate(
     let tmp = tempfile::tempdir()?;
     let out = out.unwrap_or_else(|| tmp.path().join("out").display().to_string());
     let spec = JobSpec {
-        input: InputSpec { microdata: data.display().to_string(), sql: vec![] },
+        input: InputSpec { microdata: data.display().to_string(), sql: vec![], csv_delimiter: None },
         hierarchy: hier
             .into_iter()
             .map(|(v, l)| HierarchyEntry { variable: v.into(), levels: Some(l), file: None, mapping: None, lead: None })
             .collect(),
+        microaggregation: vec![],
         table: vec![TableSpec {
             name: format!("bench{dims}"),
             explanatory: explanatory.iter().map(|s| s.to_string()).collect(),

@@ -18,6 +18,8 @@ pub struct Report {
     pub input: String,
     /// Per-table figures, in job order.
     pub tables: Vec<TableReport>,
+    /// Per microaggregated data set: method, k, SSE / IL or χ² figures, bounds, timings.
+    pub microaggregations: Vec<serde_json::Value>,
     /// Warnings (also printed).
     pub warnings: Vec<String>,
 }

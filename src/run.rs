@@ -76,7 +76,7 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     })
     .await?;
     progress.detail(&format!("engine: {mode:?}, {} partitions", job.target_partitions));
-    engine::register_microdata(&ctx, &job.microdata).await?;
+    engine::register_microdata(&ctx, &job.microdata, job.csv_delimiter).await?;
     let last_view = engine::run_preludes(&ctx, &job.sql).await?;
     let staging = Staging::new(&output)?;
     let scratch = tempfile::Builder::new()
@@ -141,6 +141,10 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         write_published_csv(&dir.join("published.csv"), t, &assessed)?;
         timings.insert("write".to_string(), start.elapsed().as_secs_f64());
         report.tables.push(table_report(t, &assessed, timings));
+    }
+    for m in &job.microaggregations {
+        let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress).await?;
+        report.microaggregations.push(r);
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
     let rp = staging.dir().join("report.json");

@@ -1,0 +1,356 @@
+//! Microdata protection by microaggregation: read a data set in input order, run the pure solver
+//! ([`crate::microagg`] for numeric variables, [`crate::microagg::nominal`] for categorical
+//! ones), verify k-anonymity on exactly the values that will be written, and stage
+//! `masked.parquet` — the input rows, in input order, with the aggregated variables replaced.
+//!
+//! Input order matters (users join the masked file back by position), so records are read with
+//! a single-partition DataFusion session: files are scanned one after another in path order.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Float64Type, Schema};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use serde_json::json;
+
+use crate::error::{nearest, Error, Result};
+use crate::job::{Job, MicroaggregationSpec};
+use crate::microagg::nominal::{self, ControlTables, NominalData, NominalParams, RepresentativeMethod};
+use crate::microagg::{self, Method, MicroaggParams, NumericData, Standardisation};
+use crate::progress::Progress;
+
+/// Reads `source` (a registered table or view) of a fresh single-partition session in input
+/// order, as one batch.
+async fn read_in_order(job: &Job, source: Option<&str>) -> Result<(RecordBatch, String)> {
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+    crate::engine::register_microdata(&ctx, &job.microdata, job.csv_delimiter).await?;
+    let last = crate::engine::run_preludes(&ctx, &job.sql).await?;
+    let source = source.map(str::to_string).or(last).unwrap_or_else(|| "microdata".into());
+    let df = ctx.table(source.as_str()).await.map_err(|e| Error::data(&source, e.to_string()))?;
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await?;
+    Ok((arrow::compute::concat_batches(&schema, &batches)?, source))
+}
+
+fn column<'a>(batch: &'a RecordBatch, source: &str, set: &str, name: &str) -> Result<&'a ArrayRef> {
+    batch.column_by_name(name).ok_or_else(|| {
+        let names: Vec<&str> = batch.schema_ref().fields().iter().map(|f| f.name().as_str()).collect();
+        let hint = nearest(name, names.iter().copied()).map(|n| format!(" (did you mean {n:?}?)")).unwrap_or_default();
+        Error::data(
+            source,
+            format!("microaggregation `{set}`: column {name:?} not found{hint}; columns: {}", names.join(", ")),
+        )
+    })
+}
+
+fn no_nulls(a: &ArrayRef, source: &str, set: &str, name: &str) -> Result<()> {
+    if a.null_count() > 0 {
+        let first = (0..a.len()).find(|&i| a.is_null(i)).unwrap_or(0);
+        return Err(Error::data(
+            source,
+            format!(
+                "microaggregation `{set}`: column {name:?} has {} NULL values (first at row {first}); impute or drop them in a SQL view",
+                a.null_count()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Stratum id per record: the combination of the strata columns, numbered by first appearance.
+fn strata_ids(batch: &RecordBatch, source: &str, m: &MicroaggregationSpec) -> Result<Option<(Vec<u64>, Vec<String>)>> {
+    let Some(cols) = &m.strata else { return Ok(None) };
+    let mut strings = Vec::new();
+    for c in cols {
+        let a = column(batch, source, &m.name, c)?;
+        no_nulls(a, source, &m.name, c)?;
+        strings.push(arrow::compute::cast(a, &DataType::Utf8)?);
+    }
+    let mut ids: HashMap<Vec<String>, u64> = HashMap::new();
+    let mut labels = Vec::new();
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for r in 0..batch.num_rows() {
+        let key: Vec<String> = strings.iter().map(|s| s.as_string::<i32>().value(r).to_string()).collect();
+        let next = ids.len() as u64;
+        let id = *ids.entry(key.clone()).or_insert_with(|| {
+            labels.push(key.join("/"));
+            next
+        });
+        out.push(id);
+    }
+    Ok(Some((out, labels)))
+}
+
+/// Replaces the named columns of `batch` by `new` arrays.
+fn replace(batch: &RecordBatch, new: &HashMap<String, ArrayRef>) -> Result<RecordBatch> {
+    let mut fields = Vec::new();
+    let mut cols = Vec::new();
+    for (f, c) in batch.schema_ref().fields().iter().zip(batch.columns()) {
+        match new.get(f.name()) {
+            Some(a) => {
+                fields.push(Field::new(f.name(), a.data_type().clone(), f.is_nullable()));
+                cols.push(a.clone());
+            }
+            None => {
+                fields.push(f.as_ref().clone());
+                cols.push(c.clone());
+            }
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+    w.write(batch)?;
+    w.close()?;
+    Ok(())
+}
+
+/// Runs one `[[microaggregation]]` and stages `<dir>/<name>/masked.parquet`; returns its report.
+pub async fn run_microaggregation(
+    job: &Job,
+    m: &MicroaggregationSpec,
+    staging: &Path,
+    progress: &Progress,
+) -> Result<serde_json::Value> {
+    let stage = progress.stage(&format!("{}: reading microdata", m.name), 1);
+    let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
+    stage.finish();
+    let start = Instant::now();
+    let nominal_kind = m.kind.as_deref() == Some("nominal");
+    let stage = progress.stage(&format!("{}: microaggregation (k = {})", m.name, m.k), 1);
+    let strata = strata_ids(&batch, &source, m)?;
+    let (masked, mut report) = if nominal_kind {
+        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0))?
+    } else {
+        numeric_mask(&batch, &source, m, strata.as_ref().map(|s| s.0.clone()))?
+    };
+    stage.finish();
+    let out = replace(&batch, &masked)?;
+    verify_written(&out, m, strata.as_ref().map(|s| &s.0))?;
+    let dir = staging.join(&m.name);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    write_parquet(&dir.join("masked.parquet"), &out)?;
+    if let serde_json::Value::Object(o) = &mut report {
+        o.insert("name".into(), json!(m.name));
+        o.insert("rows".into(), json!(batch.num_rows()));
+        o.insert("variables".into(), json!(m.variables));
+        o.insert("strata".into(), json!(strata.as_ref().map(|s| s.1.len())));
+        o.insert("file".into(), json!(format!("{}/masked.parquet", m.name)));
+        o.insert("seconds".into(), json!(start.elapsed().as_secs_f64()));
+    }
+    Ok(report)
+}
+
+/// Independent check on the values about to be written: every combination of the aggregated
+/// variables (within a stratum) occurs at least k times.
+fn verify_written(out: &RecordBatch, m: &MicroaggregationSpec, strata: Option<&Vec<u64>>) -> Result<()> {
+    let strings: Vec<ArrayRef> = m
+        .variables
+        .iter()
+        .map(|v| arrow::compute::cast(out.column_by_name(v).expect("replaced column"), &DataType::Utf8))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut counts: HashMap<(u64, Vec<&str>), usize> = HashMap::new();
+    for r in 0..out.num_rows() {
+        let key: Vec<&str> = strings.iter().map(|s| s.as_string::<i32>().value(r)).collect();
+        *counts.entry((strata.map_or(0, |s| s[r]), key)).or_default() += 1;
+    }
+    if let Some(((_, key), n)) = counts.iter().find(|(_, &n)| n < m.k) {
+        return Err(Error::Internal(format!(
+            "microaggregation `{}`: masked combination {key:?} occurs {n} < k = {} times; nothing was written",
+            m.name, m.k
+        )));
+    }
+    Ok(())
+}
+
+fn numeric_mask(
+    batch: &RecordBatch,
+    source: &str,
+    m: &MicroaggregationSpec,
+    strata: Option<Vec<u64>>,
+) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
+    let n = batch.num_rows();
+    let d = m.variables.len();
+    let mut values = vec![0.0; n * d];
+    for (j, v) in m.variables.iter().enumerate() {
+        let a = column(batch, source, &m.name, v)?;
+        if !a.data_type().is_numeric() {
+            return Err(Error::data(
+                source,
+                format!("microaggregation `{}`: variable {v:?} must be numeric, found {}", m.name, a.data_type()),
+            ));
+        }
+        no_nulls(a, source, &m.name, v)?;
+        let f = arrow::compute::cast(a, &DataType::Float64)?;
+        for (i, x) in f.as_primitive::<Float64Type>().values().iter().enumerate() {
+            values[i * d + j] = *x;
+        }
+    }
+    let weights = match &m.weight {
+        Some(w) => {
+            let a = column(batch, source, &m.name, w)?;
+            no_nulls(a, source, &m.name, w)?;
+            let f = arrow::compute::cast(a, &DataType::Float64)?;
+            Some(f.as_primitive::<Float64Type>().values().to_vec())
+        }
+        None => None,
+    };
+    let data = NumericData { rows: n, cols: d, values, weights, strata };
+    let params = MicroaggParams {
+        k: m.k,
+        method: match m.method.as_deref().unwrap_or("two-step") {
+            "mdav" => Method::Mdav,
+            "vmdav" => Method::Vmdav,
+            "univariate-optimal" => Method::UnivariateOptimal,
+            _ => Method::TwoStep,
+        },
+        standardisation: match m.standardise.as_deref().unwrap_or("zscore") {
+            "range" => Standardisation::Range,
+            "none" => Standardisation::None,
+            _ => Standardisation::ZScore,
+        },
+        seed: m.seed.unwrap_or(1),
+        vmdav_gamma: m.gamma.unwrap_or(MicroaggParams::default().vmdav_gamma),
+        ..Default::default()
+    };
+    let r = microagg::microaggregate(&data, &params)
+        .map_err(|e| Error::data(source, format!("microaggregation `{}`: {e}", m.name)))?;
+    let mut cols = HashMap::new();
+    for (j, v) in m.variables.iter().enumerate() {
+        let col: Float64Array = (0..n).map(|i| Some(r.masked[i * d + j])).collect();
+        cols.insert(v.clone(), Arc::new(col) as ArrayRef);
+    }
+    let report = json!({
+        "kind": "numeric",
+        "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
+        "k": m.k,
+        "groups": r.n_groups,
+        "sse": r.sse,
+        "sst": r.sst,
+        "information_loss_percent": r.information_loss,
+        "lower_bound": r.lower_bound,
+        "gap_percent": r.gap_percent,
+        "restricted_lower_bound": r.restricted_bound,
+        "group_size_histogram": r.group_sizes,
+        "warnings": r.warnings,
+        "timings_s": {
+            "standardise": r.timings.standardise_s,
+            "partition": r.timings.partition_s,
+            "improve": r.timings.improve_s,
+            "bound": r.timings.bound_s,
+            "verify": r.timings.verify_s,
+            "total": r.timings.total_s,
+        },
+    });
+    Ok((cols, report))
+}
+
+fn nominal_mask(
+    batch: &RecordBatch,
+    source: &str,
+    m: &MicroaggregationSpec,
+    strata: Option<&Vec<u64>>,
+) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
+    let n = batch.num_rows();
+    let mut dicts: Vec<Vec<String>> = Vec::new();
+    let mut codes: Vec<Vec<u32>> = vec![Vec::with_capacity(m.variables.len()); n];
+    for v in &m.variables {
+        let a = column(batch, source, &m.name, v)?;
+        no_nulls(a, source, &m.name, v)?;
+        let s = arrow::compute::cast(a, &DataType::Utf8)?;
+        let s = s.as_string::<i32>();
+        let mut dict: HashMap<&str, u32> = HashMap::new();
+        let mut values = Vec::new();
+        for (r, row) in codes.iter_mut().enumerate() {
+            let x = s.value(r);
+            let next = dict.len() as u32;
+            let c = *dict.entry(x).or_insert_with(|| {
+                values.push(x.to_string());
+                next
+            });
+            row.push(c);
+        }
+        dicts.push(values);
+    }
+    let control = match (&m.control_tables, m.control) {
+        (Some(t), _) => ControlTables::Explicit(
+            t.iter()
+                .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
+                .collect(),
+        ),
+        (None, d) => ControlTables::UpToDimension(d.unwrap_or(2).min(m.variables.len())),
+    };
+    let mut options = nominal::NominalOptions::default();
+    options.representatives = match m.method.as_deref().unwrap_or("two-step") {
+        "cluster-mode" => RepresentativeMethod::ClusterMode,
+        "random-member" => RepresentativeMethod::RandomMember,
+        _ => options.representatives,
+    };
+    let params = NominalParams { k: m.k, control, seed: m.seed.unwrap_or(1), options };
+    // Strata are protected independently (they are natural blocks for the clustering).
+    let groups: Vec<Vec<usize>> = match strata {
+        None => vec![(0..n).collect()],
+        Some(ids) => {
+            let mut g: Vec<Vec<usize>> = vec![Vec::new(); ids.iter().max().map_or(0, |x| *x as usize + 1)];
+            for (r, &id) in ids.iter().enumerate() {
+                g[id as usize].push(r);
+            }
+            g
+        }
+    };
+    let mut released: Vec<Vec<u32>> = codes.clone();
+    let mut reports = Vec::new();
+    for rows in &groups {
+        let sub: Vec<Vec<u32>> = rows.iter().map(|&r| codes[r].clone()).collect();
+        let data = NominalData::from_rows(&sub)
+            .map_err(|e| Error::data(source, format!("microaggregation `{}`: {e}", m.name)))?;
+        let res = nominal::anonymise(&data, &params)
+            .map_err(|e| Error::data(source, format!("microaggregation `{}`: {e}", m.name)))?;
+        for (i, &r) in rows.iter().enumerate() {
+            released[r] = res.released.row(i).to_vec();
+        }
+        reports.push(nominal_report_json(&res.report));
+    }
+    let mut cols = HashMap::new();
+    for (j, v) in m.variables.iter().enumerate() {
+        let strings = StringArray::from_iter_values(released.iter().map(|row| dicts[j][row[j] as usize].as_str()));
+        let original = batch.column_by_name(v).expect("checked").data_type().clone();
+        let arr: ArrayRef = Arc::new(strings);
+        let arr = if original == DataType::Utf8 { arr } else { arrow::compute::cast(&arr, &original)? };
+        cols.insert(v.clone(), arr);
+    }
+    let report = json!({
+        "kind": "nominal",
+        "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
+        "k": m.k,
+        "reports": reports,
+    });
+    Ok((cols, report))
+}
+
+/// The nominal quality report as JSON: χ², max absolute and relative error per table dimension,
+/// over the control tables and over all tables.
+fn nominal_report_json(r: &nominal::NominalReport) -> serde_json::Value {
+    let errors = |e: &nominal::metrics::TableErrors| json!({"tables": e.tables, "cells": e.cells, "chi2": e.chi2, "max_abs_error": e.max_abs, "max_rel_error": e.max_rel, "new_cells": e.new_cells});
+    json!({
+        "method": r.method,
+        "exact_status": format!("{:?}", r.exact_status),
+        "control_chi2": r.control_chi2,
+        "clustering_weight": r.clustering_weight,
+        "clusters": r.n_clusters,
+        "blocks": r.n_blocks,
+        "verify": {"rows": r.verify.rows, "min_class_size": r.verify.min_class_size, "new_combination_rows": r.verify.new_combination_rows},
+        "per_dimension": r.per_dimension.iter().map(|d| json!({"dimension": d.dim, "control": errors(&d.control), "all": errors(&d.all)})).collect::<Vec<_>>(),
+        "timings_ms": {"partition": r.timings.partition_ms, "aggregate": r.timings.aggregate_ms, "verify": r.timings.verify_ms, "report": r.timings.report_ms},
+    })
+}
