@@ -166,7 +166,7 @@ pub struct EngineSpec {
 }
 
 /// Secondary suppression methods known to this build.
-pub const SECONDARY_METHODS: &[&str] = &["none"];
+pub const SECONDARY_METHODS: &[&str] = crate::secondary::METHODS;
 
 /// Where the engine runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

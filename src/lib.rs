@@ -37,6 +37,8 @@ pub mod report;
 pub mod rng;
 pub mod rules;
 pub mod run;
+pub mod secondary;
+pub mod suppress;
 pub mod table;
 pub mod tabulate;
 

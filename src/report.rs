@@ -54,6 +54,12 @@ pub struct TableReport {
     pub protected_against_recalculation: bool,
     /// Audit result in words.
     pub audit: String,
+    /// Σ cost of the secondary suppressions (`null` without a secondary method).
+    pub secondary_cost: Option<f64>,
+    /// Lower bound on the optimal cost (`optimal` stopped early).
+    pub lower_bound: Option<f64>,
+    /// Relative gap to that bound.
+    pub gap: Option<f64>,
     /// Files written, relative to the output directory.
     pub files: Vec<String>,
     /// Seconds per stage (not deterministic).

@@ -124,9 +124,16 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         let cells = tabulate::tabulate(&ctx, &query, &hierarchies, &opts, progress).await?;
         timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
         let start = Instant::now();
-        let assessed = assess(t, cells);
+        let mut assessed = assess(t, cells);
         timings.insert("primary".to_string(), start.elapsed().as_secs_f64());
-        if t.secondary == "none" {
+        let mut protection = None;
+        if t.secondary != "none" {
+            let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
+            let start = Instant::now();
+            protection = Some(crate::secondary::protect(&t.name, &mut assessed, &t.secondary, t.seed, t.time_limit_s)?);
+            timings.insert("secondary".to_string(), start.elapsed().as_secs_f64());
+            stage.finish();
+        } else {
             let w = format!(
                 "table `{}`: secondary = \"none\": primaries are suppressed but the table is NOT protected against recalculation from totals",
                 t.name
@@ -140,7 +147,7 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         write_cells_parquet(&dir.join("cells.parquet"), t, &assessed)?;
         write_published_csv(&dir.join("published.csv"), t, &assessed)?;
         timings.insert("write".to_string(), start.elapsed().as_secs_f64());
-        report.tables.push(table_report(t, &assessed, timings));
+        report.tables.push(table_report(t, &assessed, protection.as_ref(), timings));
     }
     for m in &job.microaggregations {
         let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress).await?;
@@ -153,7 +160,12 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     Ok(Summary { output, report })
 }
 
-fn table_report(t: &TableJob, a: &AssessedTable, timings: BTreeMap<String, f64>) -> TableReport {
+fn table_report(
+    t: &TableJob,
+    a: &AssessedTable,
+    p: Option<&crate::suppress::Protection>,
+    timings: BTreeMap<String, f64>,
+) -> TableReport {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for s in &a.status {
         *counts.entry(s.letter().to_string()).or_default() += 1;
@@ -173,8 +185,17 @@ fn table_report(t: &TableJob, a: &AssessedTable, timings: BTreeMap<String, f64>)
         status_counts: counts,
         suppressed_value_share: if total > 0.0 { suppressed / total } else { 0.0 },
         method: t.secondary.clone(),
-        protected_against_recalculation: false,
-        audit: "not run: secondary method \"none\" publishes primaries only".into(),
+        protected_against_recalculation: p.is_some(),
+        audit: match p {
+            Some(p) => format!(
+                "passed: {} sensitive cells, attacker LPs solved: {}, 0 under-protected",
+                p.audit.sensitive, p.audit.lps_solved
+            ),
+            None => "not run: secondary method \"none\" publishes primaries only".into(),
+        },
+        secondary_cost: p.map(|p| p.secondary_cost),
+        lower_bound: p.and_then(|p| p.lower_bound),
+        gap: p.and_then(|p| p.gap),
         files: vec![format!("{}/cells.parquet", t.name), format!("{}/published.csv", t.name)],
         timings_s: timings,
     }

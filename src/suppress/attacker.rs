@@ -1,0 +1,226 @@
+//! The attacker LPs of one connected component of suppressed cells, and capacity cuts from
+//! their duals.
+//!
+//! Why: a pattern protects sensitive cell `t` when the attacker's LP `max/min z_t` subject to
+//! the relations (published cells fixed, `z = y − a`) and the bounds reaches the protection
+//! levels. Only suppressed cells are variables; a relation without a suppressed cell drops out,
+//! and the LP splits into independent blocks, the connected components of suppressed cells
+//! through relations — so each target's LP is restricted to its component.
+//! Duals give Benders/capacity cuts (paper's appendix): for *any* row multipliers `γ`,
+//! `d = ±e_t − Mᵀγ` bounds the attacker: `max ±z_t ≤ Σ_i (d_i⁺ UB_i + d_i⁻ LB_i) x_i`, so
+//! `Σ_i min(rhs, d_i⁺ UB_i + d_i⁻ LB_i) x_i ≥ rhs` is valid for every protecting pattern `x`
+//! (the `min` is the usual coefficient tightening for binaries). Validity does not depend on
+//! HiGHS's dual sign convention; we try both signs and keep the tighter cut.
+
+use crate::lp::{self, Direction, LinearProgram, SolveOptions};
+use crate::table::relations::FastMap;
+
+use super::problem::Problem;
+use super::SuppressError;
+
+/// `Σ coefs·x ≥ rhs` over cells' suppression variables.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cut {
+    pub coefs: Vec<(u32, f64)>,
+    pub rhs: f64,
+}
+
+impl Cut {
+    /// Same cut with right-hand side `rhs` and coefficients capped at it (valid for binaries).
+    pub fn capped(mut self, rhs: f64) -> Self {
+        for (_, v) in &mut self.coefs {
+            *v = v.min(rhs);
+        }
+        self.rhs = rhs;
+        self
+    }
+
+    /// Sums the coefficients of repeated cells.
+    pub fn merged(mut self) -> Self {
+        self.coefs.sort_unstable_by_key(|(c, _)| *c);
+        let mut out: Vec<(u32, f64)> = Vec::with_capacity(self.coefs.len());
+        for (c, v) in self.coefs {
+            match out.last_mut() {
+                Some((lc, lv)) if *lc == c => *lv += v,
+                _ => out.push((c, v)),
+            }
+        }
+        self.coefs = out;
+        self
+    }
+
+    /// Left-hand side at a pattern.
+    pub fn lhs(&self, sup: &[bool]) -> f64 {
+        self.coefs.iter().filter(|(c, _)| sup[*c as usize]).map(|(_, v)| v).sum()
+    }
+}
+
+/// One component's attacker LP skeleton (objective empty).
+#[derive(Debug, Clone)]
+pub(crate) struct CompLp {
+    /// Suppressed cells (column order).
+    pub cells: Vec<u32>,
+    /// Relations (row order).
+    pub rows: Vec<u32>,
+    col_of: FastMap<u32, usize>,
+    lp: LinearProgram,
+}
+
+/// Outcome of one attacker LP for a target and direction.
+#[derive(Debug, Clone)]
+pub(crate) struct Attack {
+    /// `±z_t` reached (capped at the cap).
+    pub value: f64,
+    /// Nonzero `z` of the optimal solution: a witness attacker table.
+    pub witness: Vec<(u32, f64)>,
+}
+
+impl CompLp {
+    /// Builds the LP over component `cells` whose touching relations are `rows`. With a subset
+    /// of a component ("ball"), suppressed cells outside `cells` are fixed at `z = 0`: a
+    /// restriction of the attacker, so any optimum is still a valid witness.
+    pub fn new(p: &Problem, sup: &[bool], cells: Vec<u32>, rows: Vec<u32>) -> Self {
+        let col_of: FastMap<u32, usize> = cells.iter().enumerate().map(|(k, &c)| (c, k)).collect();
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        for &c in &cells {
+            let c = c as usize;
+            lp.add_column(0.0, -p.lo_gap[c], p.up_gap[c]);
+        }
+        for &r in &rows {
+            let coefs: Vec<(usize, f64)> = p
+                .rel
+                .terms(r as usize)
+                .filter(|(m, _)| sup[*m as usize])
+                .filter_map(|(m, a)| col_of.get(&m).map(|&k| (k, a)))
+                .collect();
+            lp.add_row(0.0, 0.0, coefs);
+        }
+        Self { cells, rows, col_of, lp }
+    }
+
+    /// The attacker LP of the whole problem for a *fractional* pattern `x` (bounds
+    /// `−LB·x ≤ z ≤ UB·x`): the separation LP of the master's LP relaxation (small tables).
+    pub fn fractional(p: &Problem, x: &[f64]) -> Self {
+        let cells: Vec<u32> = (0..p.n() as u32).collect();
+        let col_of: FastMap<u32, usize> = cells.iter().map(|&c| (c, c as usize)).collect();
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        for (i, &xi) in x.iter().enumerate() {
+            if xi <= 1e-12 {
+                lp.add_column(0.0, 0.0, 0.0);
+            } else {
+                lp.add_column(0.0, -p.lo_gap[i] * xi, p.up_gap[i] * xi);
+            }
+        }
+        let rows: Vec<u32> = (0..p.rel.len() as u32).collect();
+        for &r in &rows {
+            let coefs = p.rel.terms(r as usize).map(|(m, a)| (m as usize, a)).collect();
+            lp.add_row(0.0, 0.0, coefs);
+        }
+        Self { cells, rows, col_of, lp }
+    }
+
+    fn witness(&self, x: &[f64]) -> Vec<(u32, f64)> {
+        self.cells.iter().zip(x).filter(|(_, v)| v.abs() > 1e-9).map(|(&c, &v)| (c, v)).collect()
+    }
+
+    fn run(&self, lp: &LinearProgram, what: &str) -> Result<lp::LpSolution, SuppressError> {
+        lp::solve(lp, &SolveOptions::default()).map_err(|source| SuppressError::Lp {
+            context: format!("attacker LP ({what}) on a component of {} cells", self.cells.len()),
+            source,
+        })
+    }
+
+    /// Maximises `Σ dir·z_t` over `targets = (cell, dir, cap)` with `dir·z_t ≤ cap` — a
+    /// restriction of the attacker's region, so its optimum is a valid witness for all.
+    pub fn batch(&self, targets: &[(u32, f64, f64)]) -> Result<Vec<(u32, f64)>, SuppressError> {
+        let mut lp = self.lp.clone();
+        for &(t, dir, cap) in targets {
+            let k = self.col_of[&t];
+            lp.columns[k].cost = dir;
+            if dir > 0.0 {
+                lp.columns[k].upper = lp.columns[k].upper.min(cap);
+            } else {
+                lp.columns[k].lower = lp.columns[k].lower.max(-cap);
+            }
+        }
+        let s = self.run(&lp, "batch")?;
+        Ok(self.witness(&s.columns))
+    }
+
+    /// Maximises `dir·z_t` with `dir·z_t ≤ cap` (`cap = +inf` for the exact value; an
+    /// unbounded LP then reports `+inf` and no witness). When the value falls short of `need`
+    /// also returns the uncapped capacity cut (apply [`Cut::capped`] before use).
+    pub fn single(
+        &self,
+        p: &Problem,
+        x: &dyn Fn(u32) -> f64,
+        t: u32,
+        dir: f64,
+        cap: f64,
+        need: f64,
+    ) -> Result<(Attack, Option<Cut>), SuppressError> {
+        let mut lp = self.lp.clone();
+        let k = self.col_of[&t];
+        lp.columns[k].cost = dir;
+        if dir > 0.0 {
+            lp.columns[k].upper = lp.columns[k].upper.min(cap);
+        } else {
+            lp.columns[k].lower = lp.columns[k].lower.max(-cap);
+        }
+        let s = match lp::solve(&lp, &SolveOptions::default()) {
+            Err(lp::LpError::Unbounded) if cap.is_infinite() => {
+                let a = Attack { value: f64::INFINITY, witness: Vec::new() };
+                return Ok((a, None));
+            }
+            other => other.map_err(|source| SuppressError::Lp {
+                context: format!("attacker LP for cell {t} on {} cells", self.cells.len()),
+                source,
+            })?,
+        };
+        let value = dir * s.columns[k];
+        let attack = Attack { value, witness: self.witness(&s.columns) };
+        let cut = (value < need - tolerance(need)).then(|| self.cut(p, x, t, dir, need, &s.row_duals));
+        Ok((attack, cut))
+    }
+
+    /// Capacity cut `Σ min(need, d⁺UB + d⁻LB) x ≥ need` from row multipliers (sign chosen to
+    /// give the smaller bound at the current pattern `x`).
+    fn cut(&self, p: &Problem, x: &dyn Fn(u32) -> f64, t: u32, dir: f64, need: f64, duals: &[f64]) -> Cut {
+        let mut best: Option<(f64, Vec<(u32, f64)>)> = None;
+        for sign in [1.0, -1.0] {
+            let mut d: FastMap<u32, f64> = FastMap::default();
+            *d.entry(t).or_insert(0.0) += dir;
+            for (row, &r) in self.rows.iter().enumerate() {
+                let g = sign * duals.get(row).copied().unwrap_or(0.0);
+                if g == 0.0 {
+                    continue;
+                }
+                for (m, a) in p.rel.terms(r as usize) {
+                    *d.entry(m).or_insert(0.0) -= g * a;
+                }
+            }
+            let mut coefs: Vec<(u32, f64)> = d
+                .into_iter()
+                .filter(|(_, v)| v.abs() > 1e-9)
+                .map(|(c, v)| {
+                    let i = c as usize;
+                    let raw = if v > 0.0 { v * p.up_gap[i] } else { -v * p.lo_gap[i] };
+                    (c, if raw.is_nan() { f64::INFINITY } else { raw })
+                })
+                .filter(|(_, v)| *v > 1e-12 * need.max(1.0))
+                .collect();
+            coefs.sort_unstable_by_key(|(c, _)| *c);
+            let bound: f64 = coefs.iter().map(|&(c, v)| if x(c) > 0.0 { v * x(c) } else { 0.0 }).sum();
+            if best.as_ref().is_none_or(|(b, _)| bound < *b) {
+                best = Some((bound, coefs));
+            }
+        }
+        let (_, coefs) = best.expect("two signs tried");
+        Cut { coefs, rhs: need }
+    }
+}
+
+/// Absolute tolerance for reaching a protection level `need`.
+pub(crate) fn tolerance(need: f64) -> f64 {
+    1e-6 * need.abs().max(1.0)
+}

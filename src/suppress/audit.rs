@@ -1,0 +1,676 @@
+//! The attacker-LP audit: is every sensitive cell protected by a suppression pattern?
+//!
+//! Why: a privacy bug is the worst bug, so every method's pattern ends here, and this code is
+//! deliberately independent of how the pattern was found. For each sensitive cell and
+//! direction, the attacker maximises / minimises `z_t = y_t − a_t` over its component
+//! ([`super::attacker`]); the cell is protected when `max ≥ UPL`, `−min ≥ LPL` and
+//! `max − min ≥ SPL` (each up to a 1e-6 relative tolerance).
+//!
+//! Speed without giving up exactness: every LP optimum is a *witness* — a feasible attacker
+//! table — and a witness stays valid while all its nonzero cells stay suppressed. So
+//! (1) one "batch" LP maximising the sum of several targets (each capped at its level) can
+//! certify many targets at once; (2) adding suppressions never breaks a certificate; (3) after
+//! removing a cell, only targets whose witness used it are re-solved. Targets no witness
+//! certifies get an individual LP; when it falls short its duals give a capacity cut, which
+//! the repair loops and the exact method consume. Reported intervals are capped at the
+//! requirement unless [`AuditOptions::exact_intervals`] asks for the exact ones.
+
+use rayon::prelude::*;
+
+use crate::table::{CellStatus, Table};
+
+use super::attacker::{tolerance, CompLp, Cut};
+use super::problem::Problem;
+use super::singleton;
+use super::SuppressError;
+
+/// Options of [`audit`].
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct AuditOptions {
+    /// Solve two uncapped LPs per sensitive cell and report exact feasibility intervals
+    /// (slower); otherwise intervals are only proven up to the required levels.
+    pub exact_intervals: bool,
+}
+
+/// Audit result of one sensitive cell.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CellAudit {
+    /// Cell index.
+    pub cell: usize,
+    /// Attacker's lowest feasible value (proven; exact with `exact_intervals`).
+    pub lo: f64,
+    /// Attacker's highest feasible value (proven; exact with `exact_intervals`).
+    pub hi: f64,
+    /// `lo ≤ a − LPL`.
+    pub lower_ok: bool,
+    /// `hi ≥ a + UPL`.
+    pub upper_ok: bool,
+    /// `hi − lo ≥ SPL`.
+    pub sliding_ok: bool,
+}
+
+impl CellAudit {
+    /// Whether all three requirements hold.
+    pub fn protected(&self) -> bool {
+        self.lower_ok && self.upper_ok && self.sliding_ok
+    }
+}
+
+/// Full audit result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AuditReport {
+    /// One entry per sensitive (primary) cell, in cell order.
+    pub cells: Vec<CellAudit>,
+    /// Under-protected sensitive cells (cell indices).
+    pub under_protected: Vec<usize>,
+    /// Singleton-rule violations `(relation, sensitive cell)` (see `singleton.rs`).
+    pub singleton_violations: Vec<(usize, usize)>,
+    /// Number of LPs solved.
+    pub lps_solved: usize,
+}
+
+impl AuditReport {
+    /// No under-protected cell and no singleton violation.
+    pub fn is_clean(&self) -> bool {
+        self.under_protected.is_empty() && self.singleton_violations.is_empty()
+    }
+}
+
+/// Audits `statuses` on `table`: sensitive = `Primary`, suppressed = `Primary | Secondary`.
+/// `singleton_rule` also reports singleton-rule violations.
+pub fn audit(
+    table: &Table,
+    statuses: &[CellStatus],
+    singleton_rule: bool,
+    opts: &AuditOptions,
+) -> Result<AuditReport, SuppressError> {
+    let p = Problem::from_table(table, Some(statuses));
+    let sup: Vec<bool> = statuses.iter().map(|s| s.is_suppressed()).collect();
+    audit_problem(&p, &sup, singleton_rule, opts)
+}
+
+/// [`audit`] on a flat problem.
+pub(crate) fn audit_problem(
+    p: &Problem,
+    sup: &[bool],
+    singleton_rule: bool,
+    opts: &AuditOptions,
+) -> Result<AuditReport, SuppressError> {
+    let mut a = Auditor::new(p, sup.to_vec());
+    a.exact = opts.exact_intervals;
+    a.check()?;
+    let cells = a.cell_audits();
+    let under_protected = cells.iter().filter(|c| !c.protected()).map(|c| c.cell).collect();
+    let singleton_violations = if singleton_rule { singleton::violations(p, sup) } else { Vec::new() };
+    Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps })
+}
+
+/// Certificate state of one (sensitive cell, direction).
+#[derive(Debug, Clone)]
+enum Cert {
+    Unknown,
+    /// Witness id and value reached.
+    Ok(u32, f64),
+    /// Value reached and the capacity cut.
+    Failed(f64, Option<Cut>),
+}
+
+/// A shortfall found by [`Auditor::check`].
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    /// Index into `Problem::sens`.
+    pub sens: usize,
+    /// Capacity cut violated by the current pattern (None only for exact-interval audits).
+    pub cut: Option<Cut>,
+}
+
+/// Incremental audit state over a changing pattern (see the module doc).
+pub(crate) struct Auditor<'p, 'a> {
+    p: &'p Problem<'a>,
+    /// Current pattern.
+    pub sup: Vec<bool>,
+    certs: Vec<[Cert; 2]>,
+    witnesses: Vec<Vec<(u32, f64)>>,
+    users: Vec<Vec<(u32, u8)>>,
+    wit_of_cell: crate::table::relations::FastMap<u32, Vec<u32>>,
+    mark: Vec<u32>,
+    rmark: Vec<u32>,
+    epoch: u32,
+    /// LPs solved so far.
+    pub lps: usize,
+    /// Exact intervals (uncapped single LPs, no batch).
+    pub exact: bool,
+    /// Try small local LPs (a ball around the target) before the component LPs; gives sparse
+    /// witnesses, so later removals invalidate few certificates.
+    pub local_first: bool,
+}
+
+/// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
+const BALLS: [(usize, usize); 2] = [(2, 60), (4, 1000)];
+
+/// Direction 0 = down (`LPL`), 1 = up (`UPL`).
+fn need(s: &super::problem::Sensitive, dir: usize) -> f64 {
+    if dir == 0 {
+        s.lpl
+    } else {
+        s.upl
+    }
+}
+
+impl<'p, 'a> Auditor<'p, 'a> {
+    /// Auditor for `sup` (nothing checked yet).
+    pub fn new(p: &'p Problem<'a>, sup: Vec<bool>) -> Self {
+        let certs = p.sens.iter().map(|_| [Cert::Unknown, Cert::Unknown]).collect();
+        Self {
+            p,
+            sup,
+            certs,
+            witnesses: Vec::new(),
+            users: Vec::new(),
+            wit_of_cell: Default::default(),
+            mark: vec![0; p.n()],
+            rmark: vec![0; p.rel.len()],
+            epoch: 0,
+            lps: 0,
+            exact: false,
+            local_first: false,
+        }
+    }
+
+    /// Suppresses cell `i` (certificates stay valid; failed ones are re-examined).
+    pub fn add(&mut self, i: usize) {
+        if self.sup[i] {
+            return;
+        }
+        self.sup[i] = true;
+        for c in &mut self.certs {
+            for d in c.iter_mut() {
+                if matches!(d, Cert::Failed(..)) {
+                    *d = Cert::Unknown;
+                }
+            }
+        }
+    }
+
+    /// Publishes cell `i`; returns the certificates it invalidated (for [`Self::restore`]).
+    pub fn remove(&mut self, i: usize) -> Vec<(u32, u8, u32, f64)> {
+        self.sup[i] = false;
+        let mut lost = Vec::new();
+        if let Some(ws) = self.wit_of_cell.get(&(i as u32)) {
+            for &w in ws {
+                for &(s, d) in &self.users[w as usize] {
+                    if let Cert::Ok(w2, v) = self.certs[s as usize][d as usize] {
+                        if w2 == w {
+                            lost.push((s, d, w, v));
+                            self.certs[s as usize][d as usize] = Cert::Unknown;
+                        }
+                    }
+                }
+            }
+        }
+        // A sliding target is re-solved in both directions: drop the other certificate too.
+        let extra: Vec<(u32, u8, u32, f64)> = lost
+            .iter()
+            .filter(|(s, ..)| is_sliding(&self.p.sens[*s as usize]))
+            .filter_map(|&(s, d, ..)| match self.certs[s as usize][1 - d as usize] {
+                Cert::Ok(w, v) => Some((s, 1 - d, w, v)),
+                _ => None,
+            })
+            .collect();
+        for &(s, d, ..) in &extra {
+            self.certs[s as usize][d as usize] = Cert::Unknown;
+        }
+        lost.extend(extra);
+        lost
+    }
+
+    /// Undoes [`Self::remove`]: re-suppresses `i` and restores the certificates it lost.
+    pub fn restore(&mut self, i: usize, lost: Vec<(u32, u8, u32, f64)>) {
+        self.sup[i] = true;
+        for (s, d, w, v) in lost {
+            self.certs[s as usize][d as usize] = Cert::Ok(w, v);
+        }
+        for c in &mut self.certs {
+            for d in c.iter_mut() {
+                if matches!(d, Cert::Failed(..)) {
+                    *d = Cert::Unknown;
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, w: Vec<(u32, f64)>) -> u32 {
+        let id = self.witnesses.len() as u32;
+        for &(c, _) in &w {
+            self.wit_of_cell.entry(c).or_default().push(id);
+        }
+        self.witnesses.push(w);
+        self.users.push(Vec::new());
+        id
+    }
+
+    /// Component (cells, relations) of suppressed cell `t`.
+    fn component(&mut self, t: u32) -> (Vec<u32>, Vec<u32>) {
+        self.epoch += 1;
+        let e = self.epoch;
+        let (mut cells, mut rows) = (vec![t], Vec::new());
+        self.mark[t as usize] = e;
+        let mut k = 0;
+        while k < cells.len() {
+            let c = cells[k] as usize;
+            k += 1;
+            for &r in self.p.rel.of_cell(c) {
+                if self.rmark[r as usize] == e {
+                    continue;
+                }
+                self.rmark[r as usize] = e;
+                rows.push(r);
+                for m in self.p.rel.members(r as usize) {
+                    if self.sup[m as usize] && self.mark[m as usize] != e {
+                        self.mark[m as usize] = e;
+                        cells.push(m);
+                    }
+                }
+            }
+        }
+        cells.sort_unstable();
+        rows.sort_unstable();
+        (cells, rows)
+    }
+
+    /// Cells within `hops` relation hops of `t` (at most `max`) and every relation
+    /// touching them.
+    fn ball(&mut self, t: u32, hops: usize, max: usize) -> (Vec<u32>, Vec<u32>) {
+        self.epoch += 1;
+        let e = self.epoch;
+        let mut cells = vec![t];
+        self.mark[t as usize] = e;
+        let mut layer = 0..1;
+        for _ in 0..hops {
+            let end = cells.len();
+            for k in layer.clone() {
+                let c = cells[k] as usize;
+                for &r in self.p.rel.of_cell(c) {
+                    for m in self.p.rel.members(r as usize) {
+                        if cells.len() < max && self.sup[m as usize] && self.mark[m as usize] != e {
+                            self.mark[m as usize] = e;
+                            cells.push(m);
+                        }
+                    }
+                }
+            }
+            layer = end..cells.len();
+        }
+        let mut rows: Vec<u32> = cells.iter().flat_map(|&c| self.p.rel.of_cell(c as usize).iter().copied()).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        cells.sort_unstable();
+        (cells, rows)
+    }
+
+    /// Re-certifies every target with local (sparse) witnesses and keeps local LPs first.
+    pub fn localize(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        self.local_first = true;
+        for c in &mut self.certs {
+            *c = [Cert::Unknown, Cert::Unknown];
+        }
+        self.check()
+    }
+
+    /// Local LPs for unknown non-sliding targets; certifies those they can.
+    fn solve_local(&mut self, hops: usize, max: usize) -> Result<(), SuppressError> {
+        let p = self.p;
+        let todo: Vec<(usize, usize)> = (0..p.sens.len())
+            .filter(|&k| !is_sliding(&p.sens[k]))
+            .flat_map(|k| [(k, 0), (k, 1)])
+            .filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown))
+            .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
+            .collect();
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let balls: Vec<(Vec<u32>, Vec<u32>)> =
+            todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
+        let sup = &self.sup;
+        let res: Vec<Option<(Vec<(u32, f64)>, f64)>> = todo
+            .par_iter()
+            .zip(balls)
+            .map(|(&(k, d), (cells, rows))| {
+                let s = &p.sens[k];
+                let lp = CompLp::new(p, sup, cells, rows);
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let n = need(s, d);
+                let x = |_: u32| 0.0;
+                let (att, _) = lp.single(p, &x, s.cell, dir, n, f64::NEG_INFINITY)?;
+                Ok((att.value >= n - tolerance(n)).then_some((att.witness, att.value)))
+            })
+            .collect::<Result<_, SuppressError>>()?;
+        self.lps += res.len();
+        for (&(k, d), r) in todo.iter().zip(res) {
+            if let Some((w, v)) = r {
+                let id = self.record(w);
+                self.users[id as usize].push((k as u32, d as u8));
+                self.certs[k][d] = Cert::Ok(id, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Certifies every unknown target; returns the shortfalls (empty = protected).
+    pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        if self.local_first && !self.exact {
+            for (hops, max) in BALLS {
+                self.solve_local(hops, max)?;
+            }
+        }
+        self.solve_unknown()?;
+        let mut out = Vec::new();
+        for (k, c) in self.certs.iter().enumerate() {
+            for d in c.iter() {
+                if let Cert::Failed(_, cut) = d {
+                    out.push(Failure { sens: k, cut: cut.clone() });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn solve_unknown(&mut self) -> Result<(), SuppressError> {
+        let p = self.p;
+        // (sens, dir) pairs to solve; sliding targets always solve both directions together.
+        let mut todo: Vec<(usize, usize)> = Vec::new();
+        for (k, s) in p.sens.iter().enumerate() {
+            let unk = [0, 1].map(|d| matches!(self.certs[k][d], Cert::Unknown));
+            if is_sliding(s) && (unk[0] || unk[1]) {
+                todo.push((k, 0));
+                todo.push((k, 1));
+            } else {
+                for d in 0..2 {
+                    if unk[d] {
+                        if need(s, d) <= 0.0 && !self.exact {
+                            let w = self.record(Vec::new());
+                            self.users[w as usize].push((k as u32, d as u8));
+                            self.certs[k][d] = Cert::Ok(w, 0.0);
+                        } else {
+                            todo.push((k, d));
+                        }
+                    }
+                }
+            }
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        // Components of the targets.
+        let mut comp_of: crate::table::relations::FastMap<u32, usize> = Default::default();
+        let mut comps: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+        for &(k, _) in &todo {
+            let t = p.sens[k].cell;
+            if comp_of.contains_key(&t) {
+                continue;
+            }
+            let (cells, rows) = self.component(t);
+            for &c in &cells {
+                if p.sens_of.contains_key(&c) {
+                    comp_of.insert(c, comps.len());
+                }
+            }
+            comps.push((cells, rows));
+        }
+        let sup_owned = self.sup.clone();
+        let sup = &sup_owned;
+        let lps: Vec<CompLp> = comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r)).collect();
+        // Phase A: batch LPs per (component, direction), several rounds.
+        let mut groups: Vec<Vec<Vec<(usize, usize)>>> = vec![vec![Vec::new(), Vec::new()]; lps.len()];
+        let mut singles: Vec<(usize, usize, usize)> = Vec::new();
+        for &(k, d) in &todo {
+            let ci = comp_of[&p.sens[k].cell];
+            if self.exact || is_sliding(&p.sens[k]) {
+                singles.push((ci, k, d));
+            } else {
+                groups[ci][d].push((k, d));
+            }
+        }
+        let batch: Vec<BatchOut> =
+            groups.par_iter().enumerate().map(|(ci, g)| run_batches(p, &lps[ci], g)).collect::<Result<_, _>>()?;
+        for (ci, out) in batch.into_iter().enumerate() {
+            self.lps += out.lps;
+            for (w, users) in out.witnesses {
+                let id = self.record(w);
+                for (k, d, v) in users {
+                    self.users[id as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(id, v);
+                }
+            }
+            singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
+        }
+        singles.sort_unstable();
+        // Phase B: one LP per remaining (target, direction).
+        let exact = self.exact;
+        let res: Vec<_> = singles
+            .par_iter()
+            .map(|&(ci, k, d)| {
+                let s = &p.sens[k];
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let n = need(s, d);
+                let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
+                let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
+                let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
+                lps[ci].single(p, &x, s.cell, dir, cap, cut_at)
+            })
+            .collect::<Result<_, _>>()?;
+        self.lps += res.len();
+        let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
+        for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
+            let s = p.sens[k];
+            let n = need(&s, d);
+            if let Some(raw) = &raw {
+                raw_of.insert((k, d), raw.clone());
+            }
+            self.certs[k][d] = if att.value >= n - tolerance(n) {
+                let id = self.record(att.witness);
+                self.users[id as usize].push((k as u32, d as u8));
+                Cert::Ok(id, att.value)
+            } else {
+                Cert::Failed(att.value, raw.map(|r| r.capped(n)))
+            };
+        }
+        // Sliding requirement: both directions were solved in this round.
+        for (k, s) in p.sens.iter().enumerate() {
+            if !is_sliding(s) || !raw_of.contains_key(&(k, 0)) && !raw_of.contains_key(&(k, 1)) {
+                continue;
+            }
+            let v = [0, 1].map(|d| match &self.certs[k][d] {
+                Cert::Ok(_, v) | Cert::Failed(v, _) => *v,
+                Cert::Unknown => 0.0,
+            });
+            if v[0] + v[1] < s.spl - tolerance(s.spl) {
+                let mut coefs: Vec<(u32, f64)> = Vec::new();
+                for d in 0..2 {
+                    if let Some(c) = raw_of.get(&(k, d)) {
+                        coefs.extend(&c.coefs);
+                    }
+                }
+                let cut = Cut { coefs, rhs: s.spl }.merged().capped(s.spl);
+                self.certs[k][1] = Cert::Failed(v[1], Some(cut));
+            }
+        }
+        Ok(())
+    }
+
+    /// Per-sensitive-cell results (after [`Self::check`]).
+    pub fn cell_audits(&self) -> Vec<CellAudit> {
+        self.p
+            .sens
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let v = [0, 1].map(|d| match &self.certs[k][d] {
+                    Cert::Ok(_, v) | Cert::Failed(v, _) => *v,
+                    Cert::Unknown => 0.0,
+                });
+                let ok = [0, 1].map(|d| matches!(self.certs[k][d], Cert::Ok(..)));
+                let a = self.p.value[s.cell as usize];
+                CellAudit {
+                    cell: s.cell as usize,
+                    lo: a - v[0],
+                    hi: a + v[1],
+                    lower_ok: ok[0],
+                    upper_ok: ok[1] || v[1] >= s.upl - tolerance(s.upl),
+                    sliding_ok: v[0] + v[1] >= s.spl - tolerance(s.spl),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Sliding targets: the SPL can bind beyond the two one-sided levels.
+fn is_sliding(s: &super::problem::Sensitive) -> bool {
+    s.spl > 0.0 && s.spl > s.lpl + s.upl
+}
+
+struct BatchOut {
+    witnesses: Vec<(Vec<(u32, f64)>, Vec<(usize, usize, f64)>)>,
+    left: Vec<(usize, usize)>,
+    lps: usize,
+}
+
+fn run_batches(p: &Problem, lp: &CompLp, groups: &[Vec<(usize, usize)>]) -> Result<BatchOut, SuppressError> {
+    let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
+    for g in groups {
+        let mut g = g.clone();
+        for _round in 0..4 {
+            if g.len() < 2 {
+                break;
+            }
+            let targets: Vec<(u32, f64, f64)> = g
+                .iter()
+                .map(|&(k, d)| {
+                    let s = &p.sens[k];
+                    (s.cell, if d == 0 { -1.0 } else { 1.0 }, need(s, d))
+                })
+                .collect();
+            let w = lp.batch(&targets)?;
+            out.lps += 1;
+            let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
+            let (done, rest): (Vec<_>, Vec<_>) = g.iter().partition(|&&(k, d)| {
+                let s = &p.sens[k];
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let n = need(s, d);
+                dir * z.get(&s.cell).copied().unwrap_or(0.0) >= n - tolerance(n)
+            });
+            if done.is_empty() {
+                break;
+            }
+            let users = done.iter().map(|&(k, d)| (k, d, need(&p.sens[k], d))).collect();
+            out.witnesses.push((w, users));
+            g = rest;
+        }
+        out.left.extend(g);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suppress::tests::{grid, primary};
+
+    fn statuses(t: &Table, sup: &[[u32; 2]]) -> Vec<CellStatus> {
+        let mut s = t.statuses();
+        for c in sup {
+            let i = t.find(c).unwrap();
+            if s[i] != CellStatus::Primary {
+                s[i] = CellStatus::Secondary;
+            }
+        }
+        s
+    }
+
+    /// 2x2 interior a=10 (primary), b=5, c=2, d=20, all four suppressed. By hand: the attacker
+    /// moves a by +δ, b −δ, c −δ, d +δ with all cells ≥ 0, so δ ∈ [−min(a, d), min(b, c)] =
+    /// [−10, 2]: a ∈ [0, 12].
+    #[test]
+    fn hand_solved_rectangle() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let exact = AuditOptions { exact_intervals: true };
+        let r = audit(&t, &st, false, &exact).unwrap();
+        assert_eq!(r.cells.len(), 1);
+        let c = &r.cells[0];
+        assert_eq!(c.cell, a);
+        assert!((c.lo - 0.0).abs() < 1e-7 && (c.hi - 12.0).abs() < 1e-7, "{c:?}");
+        assert!(c.lower_ok && !c.upper_ok);
+        assert_eq!(r.under_protected, vec![a]);
+        // The default (witness) audit agrees on the verdict.
+        let r2 = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert_eq!(r2.under_protected, vec![a]);
+        // With UPL = 2 the same pattern is safe.
+        t.set_protection(a, 3.0, 2.0, 0.0);
+        let r3 = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert!(r3.is_clean());
+        // Sliding: the span is 12 ≥ 11 but not ≥ 13.
+        t.set_protection(a, 1.0, 1.0, 11.0);
+        assert!(audit(&t, &st, false, &AuditOptions::default()).unwrap().is_clean());
+        t.set_protection(a, 1.0, 1.0, 13.0);
+        let r4 = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert_eq!(r4.under_protected, vec![a]);
+        assert!(!r4.cells[0].sliding_ok);
+    }
+
+    /// Only the primary and its row partner suppressed: the column relation pins it exactly.
+    #[test]
+    fn pinned_by_a_published_relation() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 1.0);
+        let st = statuses(&t, &[[1, 2]]);
+        let exact = AuditOptions { exact_intervals: true };
+        let r = audit(&t, &st, false, &exact).unwrap();
+        let c = &r.cells[0];
+        assert!((c.lo - 10.0).abs() < 1e-7 && (c.hi - 10.0).abs() < 1e-7, "{c:?}");
+        assert_eq!(r.under_protected, vec![a]);
+    }
+
+    /// Bounds change the answer: an upper bound of 11 on `a` caps the interval.
+    #[test]
+    fn external_bounds_are_attacker_knowledge() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![6.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        assert!(audit(&t, &st, false, &AuditOptions::default()).unwrap().is_clean());
+        t.set_bounds(a, 0.0, 11.0).unwrap();
+        let r = audit(&t, &st, false, &AuditOptions { exact_intervals: true }).unwrap();
+        assert!((r.cells[0].hi - 11.0).abs() < 1e-7);
+        assert_eq!(r.under_protected, vec![a]);
+    }
+
+    /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and
+    /// restoring brings back the clean state without new LPs.
+    #[test]
+    fn incremental_remove_and_restore() {
+        let mut t = grid(&[vec![10.0, 5.0, 7.0], vec![6.0, 20.0, 9.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2], [1, 3], [2, 3]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let mut aud = Auditor::new(&p, sup);
+        assert!(aud.check().unwrap().is_empty());
+        let solved = aud.lps;
+        let i = t.find(&[2, 2]).unwrap();
+        let lost = aud.remove(i);
+        let f = aud.check().unwrap();
+        if lost.is_empty() {
+            assert_eq!(aud.lps, solved);
+        }
+        assert!(f.is_empty(), "rows 1-2 x cols 1,3 still protect");
+        // Remove the other column partner too: the primary is pinned; restore fixes it.
+        let j = t.find(&[1, 3]).unwrap();
+        let lost = aud.remove(j);
+        assert!(!aud.check().unwrap().is_empty());
+        aud.restore(j, lost);
+        let before = aud.lps;
+        assert!(aud.check().unwrap().is_empty());
+        assert_eq!(aud.lps, before, "restored certificates need no LP");
+    }
+}

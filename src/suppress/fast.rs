@@ -1,0 +1,277 @@
+//! The fast method: closure heuristic, audit-driven repair, cleanup. Scales to millions of
+//! cells because every step is local to relations or to components of suppressed cells.
+//!
+//! 1. **Closure** (hypercube / shortest-path in spirit): every suppressed cell `i` with a
+//!    movement requirement `req_i` (primaries: `max(LPL, UPL, SPL/2)`) needs, in every relation
+//!    it belongs to, other suppressed cells whose capacity (how far the attacker may move them,
+//!    `min(a − lb, ub − a)`) sums to `req_i`; otherwise the cheapest free partner is suppressed
+//!    (cost weighted by the number of its relations still without a suppression, which would
+//!    have to be closed in turn) and inherits `min(req_i, capacity)`. Primaries go largest
+//!    first. A pattern closed this way has no suppressed cell alone in a relation.
+//! 2. **Repair**: the audit ([`super::audit::Auditor`]) checks every sensitive cell; each
+//!    shortfall comes with a capacity cut from the attacker LP's duals, which is satisfied
+//!    greedily (cheapest cost per unit of missing capacity), then closed again. A cut that even
+//!    suppressing every free cell cannot satisfy proves infeasibility: fail closed. Singleton
+//!    rule violations get a third suppression in the relation.
+//! 3. **Cleanup**: secondaries are un-suppressed, most costly first, when the audit stays clean
+//!    (only targets whose witness used the cell are re-solved), until the time limit.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::attacker::tolerance;
+use super::audit::Auditor;
+use super::problem::{Fix, Problem};
+use super::{singleton, ProtectOptions, SuppressError};
+
+/// Movement requirement of a sensitive cell.
+pub(crate) fn requirement(s: &super::problem::Sensitive) -> f64 {
+    s.lpl.max(s.upl).max(s.spl / 2.0)
+}
+
+/// Working state: the auditor (which owns the pattern), requirements and per-relation counts.
+pub(crate) struct Work<'p, 'a> {
+    pub p: &'p Problem<'a>,
+    pub aud: Auditor<'p, 'a>,
+    pub req: Vec<f64>,
+    nsup: Vec<u32>,
+}
+
+impl<'p, 'a> Work<'p, 'a> {
+    /// State for pattern `sup` (requirements from the sensitive cells).
+    pub fn new(p: &'p Problem<'a>, sup: Vec<bool>) -> Self {
+        let mut req = vec![0.0; p.n()];
+        for s in &p.sens {
+            req[s.cell as usize] = requirement(s);
+        }
+        let nsup = (0..p.rel.len()).map(|r| p.rel.members(r).filter(|&m| sup[m as usize]).count() as u32).collect();
+        Self { p, aud: Auditor::new(p, sup), req, nsup }
+    }
+
+    /// Current pattern.
+    pub fn sup(&self) -> &[bool] {
+        &self.aud.sup
+    }
+
+    /// Suppresses `j` with movement requirement at least `req`.
+    pub fn suppress(&mut self, j: usize, req: f64) {
+        if !self.aud.sup[j] {
+            self.aud.add(j);
+            for &r in self.p.rel.of_cell(j) {
+                self.nsup[r as usize] += 1;
+            }
+        }
+        self.req[j] = self.req[j].max(req);
+    }
+
+    /// Publishes `j` (counts only; the caller handles the auditor).
+    fn unsuppress_counts(&mut self, j: usize) {
+        for &r in self.p.rel.of_cell(j) {
+            self.nsup[r as usize] -= 1;
+        }
+    }
+
+    /// Relations of `j` other than `r` without any suppressed cell.
+    fn open_relations(&self, j: usize, r: usize) -> usize {
+        self.p.rel.of_cell(j).iter().filter(|&&q| q as usize != r && self.nsup[q as usize] == 0).count()
+    }
+
+    /// Closure (step 1) starting from `queue`.
+    pub fn close(&mut self, queue: impl IntoIterator<Item = u32>) {
+        let p = self.p;
+        let mut q: VecDeque<u32> = queue.into_iter().collect();
+        while let Some(i) = q.pop_front() {
+            let i = i as usize;
+            let ri = self.req[i];
+            if ri <= 0.0 {
+                continue;
+            }
+            for &r in p.rel.of_cell(i) {
+                let r = r as usize;
+                loop {
+                    let mut cap = 0.0;
+                    let mut cnt = 0;
+                    for m in p.rel.members(r) {
+                        let m = m as usize;
+                        if m != i && self.aud.sup[m] {
+                            cap += p.capacity(m);
+                            cnt += 1;
+                        }
+                    }
+                    if cnt > 0 && cap >= ri - tolerance(ri) {
+                        // Partners must be able to move as far as `i` needs.
+                        for m in p.rel.members(r) {
+                            let m = m as usize;
+                            let want = ri.min(p.capacity(m));
+                            if m != i && self.aud.sup[m] && self.req[m] < want - tolerance(want) {
+                                self.req[m] = want;
+                                q.push_back(m as u32);
+                            }
+                        }
+                        break;
+                    }
+                    let need = ri - cap;
+                    let mut best: Option<(f64, usize)> = None;
+                    for m in p.rel.members(r) {
+                        let m = m as usize;
+                        if m == i || self.aud.sup[m] || p.fix[m] != Fix::Free {
+                            continue;
+                        }
+                        let c = p.capacity(m);
+                        let short = if c >= need - tolerance(need) { 1.0 } else { 4.0 };
+                        let score = (p.cost[m] + 1e-9) * short * (1.0 + 0.5 * self.open_relations(m, r) as f64);
+                        if best.is_none_or(|(b, bj)| score < b || (score == b && m < bj)) {
+                            best = Some((score, m));
+                        }
+                    }
+                    let Some((_, j)) = best else { break };
+                    self.suppress(j, ri.min(p.capacity(j)));
+                    q.push_back(j as u32);
+                }
+            }
+        }
+    }
+
+    /// Repair loop (step 2): audit, satisfy cuts, close, until clean.
+    pub fn repair(&mut self, singleton_rule: bool) -> Result<(), SuppressError> {
+        let p = self.p;
+        loop {
+            let fails = self.aud.check()?;
+            let mut added: Vec<u32> = Vec::new();
+            for f in &fails {
+                let s = p.sens[f.sens];
+                let Some(cut) = &f.cut else {
+                    return Err(SuppressError::Input("audit failure without a cut".into()));
+                };
+                let lhs = cut.lhs(&self.aud.sup);
+                let avail: f64 = cut
+                    .coefs
+                    .iter()
+                    .filter(|(c, _)| !self.aud.sup[*c as usize] && p.fix[*c as usize] == Fix::Free)
+                    .map(|(_, v)| v)
+                    .sum();
+                if lhs + avail < cut.rhs - tolerance(cut.rhs) {
+                    return Err(SuppressError::Infeasible {
+                        cell: s.cell as usize,
+                        coord: Vec::new(),
+                        why: format!(
+                            "its protection level {} exceeds what suppressing every allowed \
+                             cell can give ({})",
+                            cut.rhs,
+                            lhs + avail
+                        ),
+                    });
+                }
+                let mut deficit = cut.rhs - cut.lhs(&self.aud.sup);
+                while deficit > tolerance(cut.rhs) {
+                    let mut best: Option<(f64, u32, f64)> = None;
+                    for &(c, v) in &cut.coefs {
+                        if self.aud.sup[c as usize] || p.fix[c as usize] != Fix::Free {
+                            continue;
+                        }
+                        let ratio = (p.cost[c as usize] + 1e-9) / v.min(deficit);
+                        if best.is_none_or(|(b, bc, _)| ratio < b || (ratio == b && c < bc)) {
+                            best = Some((ratio, c, v));
+                        }
+                    }
+                    let Some((_, c, v)) = best else { break };
+                    self.suppress(c as usize, requirement(&s).min(p.capacity(c as usize)));
+                    added.push(c);
+                    deficit -= v;
+                }
+            }
+            if singleton_rule {
+                for (r, t) in singleton::violations(p, &self.aud.sup) {
+                    if singleton::relation_violation(p, &self.aud.sup, r).is_none() {
+                        continue; // fixed by an earlier addition this round
+                    }
+                    let pick = p
+                        .rel
+                        .members(r)
+                        .filter(|&m| !self.aud.sup[m as usize] && p.fix[m as usize] == Fix::Free)
+                        .min_by(|&a, &b| p.cost[a as usize].total_cmp(&p.cost[b as usize]).then(a.cmp(&b)));
+                    let Some(j) = pick else {
+                        return Err(SuppressError::Infeasible {
+                            cell: t,
+                            coord: Vec::new(),
+                            why: "singleton rule: no third cell can be suppressed in a relation \
+                                  where a single respondent could recover it"
+                                .into(),
+                        });
+                    };
+                    let req = p.sens_of.get(&(t as u32)).map_or(0.0, |&k| requirement(&p.sens[k as usize]));
+                    self.suppress(j as usize, req.min(p.capacity(j as usize)));
+                    added.push(j);
+                }
+            }
+            if added.is_empty() {
+                if fails.is_empty() {
+                    return Ok(());
+                }
+                return Err(SuppressError::Unprotected {
+                    method: super::Method::Fast,
+                    count: fails.len(),
+                    first: p.sens[fails[0].sens].cell as usize,
+                });
+            }
+            self.close(added);
+        }
+    }
+
+    /// Cleanup (step 3): drops method-chosen secondaries, most costly first, while clean.
+    pub fn cleanup(&mut self, singleton_rule: bool, deadline: Instant) -> Result<usize, SuppressError> {
+        let p = self.p;
+        let mut cands: Vec<usize> = (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free).collect();
+        cands.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));
+        let mut dropped = 0;
+        let t0 = Instant::now();
+        self.aud.localize()?;
+        eprintln!("DEBUG localize {:.1}s lps {}", t0.elapsed().as_secs_f64(), self.aud.lps);
+        for (k, s) in cands.into_iter().enumerate() {
+            if Instant::now() >= deadline {
+                eprintln!("DEBUG cleanup stopped after {k} trials, dropped {dropped}, lps {}", self.aud.lps);
+                break;
+            }
+            if self.try_drop(s, singleton_rule)? {
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Un-suppresses `s` if the pattern stays clean; returns whether it did.
+    pub fn try_drop(&mut self, s: usize, singleton_rule: bool) -> Result<bool, SuppressError> {
+        let lost = self.aud.remove(s);
+        let ok = !(singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
+            && self.aud.check()?.is_empty();
+        if ok {
+            self.unsuppress_counts(s);
+        } else {
+            self.aud.restore(s, lost);
+        }
+        Ok(ok)
+    }
+}
+
+/// Closure of `sup` then repair: a clean pattern containing `sup`, or an error.
+pub(crate) fn complete<'p, 'a>(
+    p: &'p Problem<'a>,
+    sup: Vec<bool>,
+    singleton_rule: bool,
+) -> Result<Work<'p, 'a>, SuppressError> {
+    let mut w = Work::new(p, sup);
+    let mut order: Vec<u32> = (0..p.n() as u32).filter(|&i| w.sup()[i as usize]).collect();
+    order.sort_by(|&a, &b| w.req[b as usize].total_cmp(&w.req[a as usize]).then(a.cmp(&b)));
+    w.close(order);
+    w.repair(singleton_rule)?;
+    Ok(w)
+}
+
+/// The fast method (see the module doc).
+pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Result<Vec<bool>, SuppressError> {
+    let mut w = complete(p, p.initial(), opts.singleton_rule)?;
+    if opts.cleanup {
+        w.cleanup(opts.singleton_rule, deadline)?;
+    }
+    Ok(w.aud.sup)
+}

@@ -1,0 +1,200 @@
+//! Linked tables: several tables sharing explanatory variables are protected jointly, so a
+//! common cell gets one status and an attacker combining all tables learns nothing more.
+//!
+//! Common cells are identified by their `(dimension name → code)` map over the dimensions not at
+//! their total (a dimension absent from a table is at Total). The tables are joined into one
+//! system (one variable per distinct cell, the union of all relations — tau-Argus's cover
+//! table without its 4-dimension limit) and protected with `Fast`, `Tabu` or `Optimal` on that
+//! system directly. `Modular` protects each table by itself, forces suppressions of common
+//! cells suppressed anywhere and repeats until stable, then repairs on the joint system. Either
+//! way the final audit is on the joint system (which implies each table's own audit: a
+//! single-table attacker knows a subset of the relations). Invariants: common cells must agree
+//! in value (else an input error), and a common cell is primary if it is primary anywhere (with
+//! the largest protection levels), published if forced published anywhere.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use super::problem::{Fix, Problem, Sensitive};
+use super::{fast, Method, ProtectOptions, Protection, SuppressError};
+use crate::table::relations::FastMap;
+use crate::table::{CellStatus, Relations, Table};
+
+/// Key of a cell across tables: sorted `(dimension name, code)` pairs of non-total coordinates.
+fn key(t: &Table, i: usize) -> Vec<(String, String)> {
+    let mut k: Vec<(String, String)> = t.cells()[i]
+        .coord
+        .iter()
+        .zip(t.dims())
+        .filter(|(&n, _)| n != 0)
+        .map(|(&n, d)| (d.name.clone(), d.codes[n as usize].clone()))
+        .collect();
+    k.sort();
+    k
+}
+
+/// The joint system: global problem and, per table, the global id of each cell.
+fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressError> {
+    let mut ids: FastMap<Vec<(String, String)>, u32> = FastMap::default();
+    let mut maps = Vec::new();
+    let mut owner: Vec<(usize, usize)> = Vec::new();
+    for (ti, t) in tables.iter().enumerate() {
+        let mut m = Vec::with_capacity(t.cells().len());
+        for i in 0..t.cells().len() {
+            let id = *ids.entry(key(t, i)).or_insert_with(|| {
+                owner.push((ti, i));
+                owner.len() as u32 - 1
+            });
+            m.push(id);
+        }
+        maps.push(m);
+    }
+    let n = owner.len();
+    let rank = |s: CellStatus| match s {
+        CellStatus::Primary => 4,
+        CellStatus::Protected => 3,
+        CellStatus::Secondary => 2,
+        CellStatus::Empty => 1,
+        CellStatus::Safe => 0,
+    };
+    let mut status = vec![CellStatus::Safe; n];
+    let mut value = vec![0.0; n];
+    let mut lo_gap = vec![f64::INFINITY; n];
+    let mut up_gap = vec![f64::INFINITY; n];
+    let mut cost = vec![0.0f64; n];
+    let mut freq = vec![u64::MAX; n];
+    let mut pl: FastMap<u32, Sensitive> = FastMap::default();
+    let mut lists = Vec::new();
+    for (ti, t) in tables.iter().enumerate() {
+        for (i, c) in t.cells().iter().enumerate() {
+            let g = maps[ti][i] as usize;
+            let (oi, oc) = owner[g];
+            let v0 = tables[oi].cells()[oc].value;
+            if (v0 - c.value).abs() > 1e-6 * v0.abs().max(1.0) {
+                return Err(SuppressError::Input(format!(
+                    "common cell {:?} has value {} in table {oi} and {} in table {ti}",
+                    key(t, i),
+                    v0,
+                    c.value
+                )));
+            }
+            if status[g] == CellStatus::Primary && c.status == CellStatus::Protected
+                || status[g] == CellStatus::Protected && c.status == CellStatus::Primary
+            {
+                return Err(SuppressError::Input(format!(
+                    "common cell {:?} is primary in one table and force-published in another",
+                    key(t, i)
+                )));
+            }
+            if rank(c.status) > rank(status[g]) {
+                status[g] = c.status;
+            }
+            value[g] = c.value;
+            lo_gap[g] = lo_gap[g].min(c.value - t.lower_bounds()[i]);
+            up_gap[g] = up_gap[g].min(t.upper_bounds()[i] - c.value);
+            cost[g] = cost[g].max(c.cost);
+            freq[g] = freq[g].min(c.freq);
+            if c.status == CellStatus::Primary {
+                let e = pl.entry(g as u32).or_insert(Sensitive { cell: g as u32, lpl: 0.0, upl: 0.0, spl: 0.0 });
+                e.lpl = e.lpl.max(c.lpl);
+                e.upl = e.upl.max(c.upl);
+                e.spl = e.spl.max(c.spl);
+            }
+        }
+        let r = t.relations();
+        for k in 0..r.len() {
+            let parts = r.parts(k).iter().map(|&c| maps[ti][c as usize]).collect();
+            lists.push((r.dim(k) as u16, maps[ti][r.total(k) as usize], parts));
+        }
+    }
+    let mut sens: Vec<Sensitive> = pl.into_values().collect();
+    sens.sort_by_key(|s| s.cell);
+    let fix = status
+        .iter()
+        .map(|s| match s {
+            CellStatus::Primary | CellStatus::Secondary => Fix::Suppressed,
+            CellStatus::Protected | CellStatus::Empty => Fix::Published,
+            CellStatus::Safe => Fix::Free,
+        })
+        .collect();
+    let mut p = Problem {
+        rel: Cow::Owned(Relations::from_lists(n, &lists)),
+        value,
+        lo_gap,
+        up_gap,
+        cost,
+        freq,
+        fix,
+        status,
+        sens,
+        sens_of: FastMap::default(),
+    };
+    p.index_sensitive();
+    Ok((p, maps))
+}
+
+/// Protects linked tables jointly and audits them together; one [`Protection`] per table
+/// (its audit summary is the joint audit's).
+pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Protection>, SuppressError> {
+    let start = Instant::now();
+    let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let (p, maps) = join(tables)?;
+    let sup = match opts.method {
+        Method::Fast => fast::run(&p, opts, deadline)?,
+        Method::Tabu => super::tabu::run(&p, opts, deadline)?,
+        Method::Optimal => super::exact::run(&p, opts, deadline)?.0,
+        Method::Modular => modular_linked(tables, &p, &maps, opts, deadline)?,
+    };
+    let joint = super::finish(&p, sup, opts.method, opts.singleton_rule, start, Vec::new(), None)?;
+    let mut out = Vec::with_capacity(tables.len());
+    for (ti, t) in tables.iter().enumerate() {
+        let statuses: Vec<CellStatus> = (0..t.cells().len())
+            .map(|i| {
+                let g = maps[ti][i] as usize;
+                match (t.cells()[i].status, joint.statuses[g].is_suppressed()) {
+                    (CellStatus::Safe, true) => CellStatus::Secondary,
+                    (s, _) => s,
+                }
+            })
+            .collect();
+        let tp = Problem::from_table(t, Some(&statuses));
+        let sup: Vec<bool> = statuses.iter().map(|s| s.is_suppressed()).collect();
+        let mut prot = super::summarise_pattern(&tp, statuses, &sup, opts.method, start);
+        prot.audit = joint.audit.clone();
+        out.push(prot);
+    }
+    Ok(out)
+}
+
+/// Modular per table with common suppressions forced, until stable; then joint repair.
+fn modular_linked(
+    tables: &[Table],
+    p: &Problem,
+    maps: &[Vec<u32>],
+    opts: &ProtectOptions,
+    deadline: Instant,
+) -> Result<Vec<bool>, SuppressError> {
+    let mut sup = p.initial();
+    for _round in 0..10 {
+        let mut changed = false;
+        for (ti, t) in tables.iter().enumerate() {
+            let mut t2 = t.clone();
+            for (i, &g) in maps[ti].iter().enumerate() {
+                if sup[g as usize] && t2.cells()[i].status == CellStatus::Safe {
+                    t2.set_status(i, CellStatus::Secondary);
+                }
+            }
+            let prot = super::protect(&t2, opts)?;
+            for (i, &g) in maps[ti].iter().enumerate() {
+                if prot.statuses[i].is_suppressed() && !sup[g as usize] {
+                    sup[g as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed || Instant::now() >= deadline {
+            break;
+        }
+    }
+    Ok(fast::complete(p, sup, opts.singleton_rule)?.aud.sup)
+}

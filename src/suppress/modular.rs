@@ -1,0 +1,288 @@
+//! The `Modular` method: HiTaS-style decomposition of a hierarchical table into 1-level
+//! subtables, protected top-down, merged, then audited and repaired globally.
+//!
+//! A subtable is one parent node per dimension with its direct children (a dimension with
+//! no hierarchy contributes its total alone): a non-hierarchical table whose relations are a
+//! subset of the global ones. Its level is the sum of the parents' depths. Levels are solved in
+//! order; within a level, subtables are independent and solved in parallel by the pure
+//! [`solve_subtable`] (the unit to ship to cluster executors), with the statuses decided by
+//! earlier levels fixed: published cells are `Protected`, suppressed ones must stay suppressed
+//! and, when they are marginals, are protected again inside the lower subtable (HiTaS), with
+//! the largest protection level of the subtable that suppressed them. Merge rule: a shared
+//! cell suppressed by any subtable is suppressed. A subtable that cannot be protected with its
+//! inherited published cells is retried with them free (at 1000× cost) and reported as
+//! `Relaxed`; one that still fails is `Failed` and left to the repair.
+//! Trivial (single-child) levels: a marginal equal to its only part is as sensitive as the
+//! part, so sensitivity is propagated along single-part relations before decomposing.
+//! Finally the merged pattern gets the whole-table audit and repair of the fast method
+//! (tau-Argus's modular method is known to leave cells under-protected against a whole-table
+//! attacker; this one ends clean or fails).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::problem::{Fix, Problem};
+use super::{fast, Method, ProtectOptions, SuppressError};
+use crate::table::relations::FastMap;
+use crate::table::{Cell, CellStatus, Dimension, Table};
+
+/// One 1-level subtable: its cells (global indices, local order) and a local table skeleton.
+#[derive(Debug, Clone)]
+pub struct SubTable {
+    /// Parent node per dimension.
+    pub nodes: Vec<u32>,
+    /// Sum of the parents' depths (processing order).
+    pub level: u32,
+    /// Global cell index of each local cell.
+    pub cells: Vec<u32>,
+    /// The local table (statuses and protection levels to be set by the caller).
+    pub table: Table,
+}
+
+/// Outcome of one subtable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SubtableStatus {
+    /// Protected with inherited statuses fixed.
+    Solved,
+    /// Protected after freeing inherited published cells.
+    Relaxed,
+    /// Not protected locally (left to the global repair).
+    Failed,
+}
+
+/// Per-subtable figures in a [`super::Protection`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SubtableReport {
+    /// Parent node per dimension.
+    pub nodes: Vec<u32>,
+    /// Level.
+    pub level: u32,
+    /// Cells.
+    pub cells: usize,
+    /// Cells newly suppressed by this subtable.
+    pub added: usize,
+    /// Outcome.
+    pub status: SubtableStatus,
+    /// Seconds.
+    pub seconds: f64,
+}
+
+/// Decomposes `table` into its 1-level subtables, ordered by (level, nodes).
+pub fn subtables(table: &Table) -> Result<Vec<SubTable>, SuppressError> {
+    let dims = table.dims();
+    let children: Vec<Vec<Vec<usize>>> = dims.iter().map(|d| d.children()).collect();
+    let depths: Vec<Vec<u32>> = dims.iter().map(|d| d.depths()).collect();
+    let mut groups: FastMap<Vec<u32>, Vec<u32>> = FastMap::default();
+    let mut opts: Vec<Vec<u32>> = vec![Vec::new(); dims.len()];
+    for (i, c) in table.cells().iter().enumerate() {
+        for (d, o) in opts.iter_mut().enumerate() {
+            o.clear();
+            let n = c.coord[d] as usize;
+            if !children[d][n].is_empty() || dims[d].parent[n].is_none() {
+                o.push(n as u32);
+            }
+            if let Some(p) = dims[d].parent[n] {
+                o.push(p as u32);
+            }
+        }
+        let mut key = vec![0u32; dims.len()];
+        let count: usize = opts.iter().map(|o| o.len()).product();
+        for mut k in 0..count {
+            for d in 0..dims.len() {
+                key[d] = opts[d][k % opts[d].len()];
+                k /= opts[d].len();
+            }
+            groups.entry(key.clone()).or_default().push(i as u32);
+        }
+    }
+    let mut keys: Vec<(u32, Vec<u32>)> =
+        groups.keys().map(|k| (k.iter().enumerate().map(|(d, &n)| depths[d][n as usize]).sum(), k.clone())).collect();
+    keys.sort();
+    let mut out = Vec::with_capacity(keys.len());
+    for (level, nodes) in keys {
+        let mut cells = groups.remove(&nodes).expect("key from the map");
+        cells.sort_unstable();
+        // Local dimensions: node 0 = the parent, then its children.
+        let mut local_of: Vec<FastMap<u32, u32>> = Vec::new();
+        let mut ldims = Vec::new();
+        for (d, dim) in dims.iter().enumerate() {
+            let p = nodes[d] as usize;
+            let mut codes = vec![dim.codes[p].clone()];
+            let mut parent = vec![None];
+            let mut m: FastMap<u32, u32> = FastMap::default();
+            m.insert(p as u32, 0);
+            for &ch in &children[d][p] {
+                m.insert(ch as u32, codes.len() as u32);
+                codes.push(dim.codes[ch].clone());
+                parent.push(Some(0));
+            }
+            local_of.push(m);
+            ldims.push(Dimension { name: dim.name.clone(), codes, parent });
+        }
+        let lcells: Vec<Cell> = cells
+            .iter()
+            .map(|&g| {
+                let c = &table.cells()[g as usize];
+                let mut lc = c.clone();
+                lc.coord = c.coord.iter().enumerate().map(|(d, n)| local_of[d][n]).collect();
+                lc
+            })
+            .collect();
+        let mut local = Table::new(ldims, lcells)?;
+        for (k, &g) in cells.iter().enumerate() {
+            let _ = local.set_bounds(k, table.lower_bounds()[g as usize], table.upper_bounds()[g as usize]);
+        }
+        out.push(SubTable { nodes, level, cells, table: local });
+    }
+    Ok(out)
+}
+
+/// Protects one subtable whose statuses and protection levels are set (`Primary` = must be
+/// protected, `Secondary` = must stay suppressed, `Protected` = must be published); returns
+/// the local pattern. Pure: the unit of work shipped to executors.
+pub fn solve_subtable(local: &Table, opts: &ProtectOptions) -> Result<Vec<bool>, SuppressError> {
+    let p = Problem::from_table(local, None);
+    let deadline = Instant::now() + std::time::Duration::from_secs_f64(opts.time_limit_s);
+    match opts.modular_inner {
+        Method::Optimal if p.n() <= opts.optimal_max_cells => Ok(super::exact::run(&p, opts, deadline)?.0),
+        _ => fast::run(&p, opts, deadline),
+    }
+}
+
+/// Sensitive cells plus marginals equal to a sensitive part (or parts equal to a sensitive
+/// marginal) through single-part relations, with their protection levels.
+fn propagate_trivial(p: &Problem) -> FastMap<u32, (f64, f64)> {
+    let mut pl: FastMap<u32, (f64, f64)> = p.sens.iter().map(|s| (s.cell, (s.lpl, s.upl.max(s.spl)))).collect();
+    loop {
+        let mut changed = false;
+        for r in 0..p.rel.len() {
+            if p.rel.parts(r).len() != 1 {
+                continue;
+            }
+            let (t, c) = (p.rel.total(r), p.rel.parts(r)[0]);
+            for (a, b) in [(t, c), (c, t)] {
+                if let Some(&v) = pl.get(&a) {
+                    if !pl.contains_key(&b) && p.fix[b as usize] != Fix::Published {
+                        pl.insert(b, v);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            return pl;
+        }
+    }
+}
+
+/// Runs the method on `table` (whose flat problem is `p`).
+pub(crate) fn run(
+    table: &Table,
+    p: &Problem,
+    opts: &ProtectOptions,
+    deadline: Instant,
+) -> Result<(Vec<bool>, Vec<SubtableReport>), SuppressError> {
+    let subs = subtables(table)?;
+    let sens = propagate_trivial(p);
+    let mut sup = p.initial();
+    let mut decided = vec![false; p.n()];
+    let mut inherit: Vec<f64> = vec![0.0; p.n()];
+    let mut reports = Vec::with_capacity(subs.len());
+    let mut start = 0;
+    while start < subs.len() {
+        let level = subs[start].level;
+        let end = start + subs[start..].iter().take_while(|s| s.level == level).count();
+        let results: Vec<(Vec<bool>, SubtableStatus, f64)> = subs[start..end]
+            .par_iter()
+            .map(|s| solve_one(s, p, &sens, &sup, &decided, &inherit, opts, deadline))
+            .collect::<Result<_, _>>()?;
+        for (s, (local, status, secs)) in subs[start..end].iter().zip(results) {
+            let max_pl = s.cells.iter().filter_map(|g| sens.get(g)).map(|&(l, u)| l.max(u)).fold(0.0, f64::max);
+            let mut added = 0;
+            for (k, &g) in s.cells.iter().enumerate() {
+                let g = g as usize;
+                if local[k] && !sup[g] {
+                    sup[g] = true;
+                    added += 1;
+                }
+                if local[k] && !sens.contains_key(&(g as u32)) {
+                    inherit[g] = inherit[g].max(max_pl.min(p.capacity(g)));
+                }
+            }
+            reports.push(SubtableReport {
+                nodes: s.nodes.clone(),
+                level,
+                cells: s.cells.len(),
+                added,
+                status,
+                seconds: secs,
+            });
+        }
+        for s in &subs[start..end] {
+            for &g in &s.cells {
+                decided[g as usize] = true;
+            }
+        }
+        start = end;
+    }
+    let mut w = fast::complete(p, sup, opts.singleton_rule)?;
+    if opts.cleanup {
+        w.cleanup(opts.singleton_rule, deadline)?;
+    }
+    Ok((w.aud.sup, reports))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn solve_one(
+    s: &SubTable,
+    p: &Problem,
+    sens: &FastMap<u32, (f64, f64)>,
+    sup: &[bool],
+    decided: &[bool],
+    inherit: &[f64],
+    opts: &ProtectOptions,
+    deadline: Instant,
+) -> Result<(Vec<bool>, SubtableStatus, f64), SuppressError> {
+    let t0 = Instant::now();
+    let mut local = s.table.clone();
+    let mut relaxable = Vec::new();
+    for (k, &g) in s.cells.iter().enumerate() {
+        let g = g as usize;
+        let (status, lpl, upl) = if let Some(&(l, u)) = sens.get(&(g as u32)) {
+            (CellStatus::Primary, l, u)
+        } else if p.fix[g] == Fix::Published {
+            (CellStatus::Protected, 0.0, 0.0)
+        } else if decided[g] && sup[g] && inherit[g] > 0.0 {
+            (CellStatus::Primary, inherit[g], inherit[g])
+        } else if sup[g] {
+            (CellStatus::Secondary, 0.0, 0.0)
+        } else if decided[g] {
+            relaxable.push(k);
+            (CellStatus::Protected, 0.0, 0.0)
+        } else {
+            (CellStatus::Safe, 0.0, 0.0)
+        };
+        local.set_status(k, status);
+        local.set_protection(k, lpl, upl, 0.0);
+    }
+    let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+    let sub_opts = ProtectOptions { time_limit_s: left.min(opts.time_limit_s), ..opts.clone() };
+    match solve_subtable(&local, &sub_opts) {
+        Ok(x) => return Ok((x, SubtableStatus::Solved, t0.elapsed().as_secs_f64())),
+        Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    for &k in &relaxable {
+        local.set_status(k, CellStatus::Safe);
+        local.set_cost(k, local.cells()[k].cost * 1000.0 + 1.0);
+    }
+    match solve_subtable(&local, &sub_opts) {
+        Ok(x) => Ok((x, SubtableStatus::Relaxed, t0.elapsed().as_secs_f64())),
+        Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {
+            let x = (0..s.cells.len()).map(|k| sup[s.cells[k] as usize]).collect();
+            Ok((x, SubtableStatus::Failed, t0.elapsed().as_secs_f64()))
+        }
+        Err(e) => Err(e),
+    }
+}

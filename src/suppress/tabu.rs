@@ -1,0 +1,160 @@
+//! The `Tabu` method: the paper's tabu search (Algorithms 1–3) on the suppression variables.
+//!
+//! Construction (Algorithm 2): the master LP relaxation, strengthened with fractional capacity
+//! cuts ([`super::exact::strengthen`]), is rounded at random (`x_i = 1` with probability
+//! `x̄_i`) with variables fixed in random order, the LP being re-solved with the fixings
+//! after each block (blocks of ⌈n/8⌉ instead of one variable at a time: same idea, 8 LPs
+//! instead of n). The rounded pattern is completed to a clean one by the fast method's closure
+//! and repair. Tables too large for the whole-table LP (more than `optimal_max_cells` cells)
+//! start from the fast method's pattern instead; small ones start from the cheaper of the two
+//! (warm start).
+//! Moves (Algorithm 3): flip one variable. Improving moves are drops of secondaries; we scan a
+//! candidate list (secondaries by decreasing cost) and take the first that keeps the pattern
+//! clean (depth first — the paper found breadth and depth first similar). If none, the best
+//! non-tabu add among cells sharing a relation with a suppression is taken (random among the
+//! three cheapest). Tabu tenure is random per move in `[1, ⌈√n⌉ + 5]` (the paper's `[1, n]`
+//! freezes most of a short run); aspiration lifts the tabu for a move better than the best;
+//! when every candidate is tabu a random flip is made (escape). Feasibility is maintained
+//! throughout, so the incumbent is always clean. Feasibility checks are incremental: a drop
+//! re-solves only targets whose witness used the dropped cell ([`super::audit`]).
+//! Deterministic for a seed; the iteration count is the stopping rule, the time limit a net.
+
+use std::time::Instant;
+
+use crate::lp::{self, SolveOptions};
+use crate::rng::Rng;
+
+use super::exact::{master, strengthen};
+use super::fast::{self, Work};
+use super::problem::{Fix, Problem};
+use super::{ProtectOptions, SuppressError};
+
+/// Randomised LP-rounding construction (see the module doc).
+fn construct(p: &Problem, opts: &ProtectOptions, rng: &mut Rng, deadline: Instant) -> Result<Vec<bool>, SuppressError> {
+    let mut lp = master(p, opts.singleton_rule, false);
+    let mut x = strengthen(p, &mut lp, 20, deadline)?;
+    let mut order: Vec<usize> = (0..p.n()).filter(|&i| p.fix[i] == Fix::Free).collect();
+    rng.shuffle(&mut order);
+    let block = order.len().div_ceil(8).max(1);
+    let mut sup = p.initial();
+    for chunk in order.chunks(block) {
+        for &i in chunk {
+            let v = x[i].clamp(0.0, 1.0);
+            let up = rng.next_f64() < v;
+            sup[i] = up;
+            let b = if up { 1.0 } else { 0.0 };
+            lp.columns[i].lower = b;
+            lp.columns[i].upper = b;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        match lp::solve(&lp, &SolveOptions::default()) {
+            Ok(s) => x = s.columns,
+            Err(_) => {
+                // The fixings cut off the relaxation: round the rest at 1/2.
+                for &i in order.iter().filter(|&&i| lp.columns[i].upper > lp.columns[i].lower) {
+                    sup[i] = x[i] > 0.5;
+                }
+                break;
+            }
+        }
+    }
+    Ok(sup)
+}
+
+/// Runs the method.
+pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Result<Vec<bool>, SuppressError> {
+    let mut rng = Rng::new(opts.seed);
+    let rule = opts.singleton_rule;
+    let mut w = fast::complete(p, p.initial(), rule)?;
+    if p.n() <= opts.optimal_max_cells {
+        let x0 = construct(p, opts, &mut rng, deadline)?;
+        let c = fast::complete(p, x0, rule)?;
+        if p.cost_of(c.sup()) < p.cost_of(w.sup()) {
+            w = c;
+        }
+    }
+    w.aud.localize()?;
+    let n_free = p.fix.iter().filter(|f| **f == Fix::Free).count().max(1);
+    let tmax = (n_free as f64).sqrt().ceil() as u64 + 5;
+    let mut tabu_until = vec![0usize; p.n()];
+    let mut best = w.sup().to_vec();
+    let mut best_cost = p.cost_of(&best);
+    let mut cost = best_cost;
+    for it in 1..=opts.tabu_iterations {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let tenure = 1 + rng.below(tmax) as usize;
+        let mut drops: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+        drops.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));
+        let mut moved = false;
+        for &s in drops.iter().take(25) {
+            let aspiration = cost - p.cost[s] < best_cost - 1e-9;
+            if tabu_until[s] > it && !aspiration {
+                continue;
+            }
+            if w.try_drop(s, rule)? {
+                tabu_until[s] = it + tenure;
+                cost -= p.cost[s];
+                moved = true;
+                break;
+            }
+        }
+        if !moved {
+            let j = pick_add(p, &w, &tabu_until, it, &mut rng);
+            match j {
+                Some(j) => add(&mut w, j, rule)?,
+                None => {
+                    // Escape: every candidate is tabu — random flip of a free cell.
+                    let free: Vec<usize> = (0..p.n()).filter(|&i| p.fix[i] == Fix::Free).collect();
+                    if free.is_empty() {
+                        break;
+                    }
+                    let j = free[rng.index(free.len())];
+                    if !(w.sup()[j] && w.try_drop(j, rule)?) && !w.sup()[j] {
+                        add(&mut w, j, rule)?;
+                    }
+                    tabu_until[j] = it + tenure;
+                }
+            }
+            if let Some(j) = j {
+                tabu_until[j] = it + tenure;
+            }
+            cost = p.cost_of(w.sup());
+        }
+        if cost < best_cost - 1e-9 {
+            best_cost = cost;
+            best = w.sup().to_vec();
+        }
+    }
+    Ok(best)
+}
+
+/// Adds cell `j` and restores the singleton rule if the addition broke it.
+fn add(w: &mut Work, j: usize, rule: bool) -> Result<(), SuppressError> {
+    let req = 0.0;
+    w.suppress(j, req);
+    w.repair(rule)
+}
+
+/// Cheapest non-tabu free cells sharing a relation with a suppressed cell; random among the
+/// three cheapest.
+fn pick_add(p: &Problem, w: &Work, tabu_until: &[usize], it: usize, rng: &mut Rng) -> Option<usize> {
+    let mut seen = std::collections::BTreeSet::new();
+    for i in (0..p.n()).filter(|&i| w.sup()[i]) {
+        for &r in p.rel.of_cell(i) {
+            for m in p.rel.members(r as usize) {
+                let m = m as usize;
+                if !w.sup()[m] && p.fix[m] == Fix::Free && tabu_until[m] <= it {
+                    seen.insert(m);
+                }
+            }
+        }
+    }
+    let mut c: Vec<usize> = seen.into_iter().collect();
+    c.sort_by(|&a, &b| p.cost[a].total_cmp(&p.cost[b]).then(a.cmp(&b)));
+    c.truncate(3);
+    (!c.is_empty()).then(|| c[rng.index(c.len())])
+}
