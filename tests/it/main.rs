@@ -4,5 +4,6 @@ mod bad_input;
 mod cli;
 mod common;
 mod engines;
+mod microagg;
 mod s3;
 mod tabulation;
