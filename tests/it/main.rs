@@ -6,4 +6,5 @@ mod common;
 mod engines;
 mod microagg;
 mod s3;
+mod secondary;
 mod tabulation;
