@@ -19,6 +19,10 @@ if [ "${1:-}" != "--no-python" ]; then
     echo "setup: installing moto[server] (loopback S3 for tests)"
     python3 -m pip install -q "moto[server]"
   fi
+  if ! python3 -c "import kubernetes_validate" >/dev/null 2>&1; then
+    echo "setup: installing kubernetes-validate (offline Kubernetes schema checks)"
+    python3 -m pip install -q "kubernetes-validate==1.37.0"
+  fi
 fi
 
 if ! cargo nextest --version >/dev/null 2>&1; then

@@ -51,6 +51,39 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         rows_per_part: u64,
     },
+    /// Start a Ballista scheduler that knows sdcflow's functions.
+    Scheduler {
+        /// Address to bind.
+        #[arg(long, default_value = "0.0.0.0")]
+        bind_host: String,
+        /// Port.
+        #[arg(long, default_value_t = 50050)]
+        port: u16,
+    },
+    /// Start a Ballista executor that runs sdcflow's functions.
+    Executor {
+        /// Address to bind (and advertise).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind_host: String,
+        /// Flight (data) port.
+        #[arg(long, default_value_t = 50051)]
+        port: u16,
+        /// gRPC port.
+        #[arg(long, default_value_t = 50052)]
+        grpc_port: u16,
+        /// Scheduler host.
+        #[arg(long, default_value = "localhost")]
+        scheduler_host: String,
+        /// Scheduler port.
+        #[arg(long, default_value_t = 50050)]
+        scheduler_port: u16,
+        /// Concurrent tasks (default: number of cores).
+        #[arg(long)]
+        concurrent_tasks: Option<usize>,
+        /// Work directory for shuffle files (default: a temporary directory).
+        #[arg(long)]
+        work_dir: Option<String>,
+    },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
         #[command(subcommand)]
@@ -183,6 +216,28 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 println!("wrote {rows} rows in {} Parquet parts to {}", parts.len(), out.display());
             }
             Ok(())
+        }
+        Command::Scheduler { bind_host, port } => Ok(sdcflow::dist::run_scheduler(&bind_host, port).await?),
+        Command::Executor {
+            bind_host,
+            port,
+            grpc_port,
+            scheduler_host,
+            scheduler_port,
+            concurrent_tasks,
+            work_dir,
+        } => {
+            let o = sdcflow::dist::ExecutorOptions {
+                bind_host,
+                port,
+                grpc_port,
+                scheduler_host,
+                scheduler_port,
+                concurrent_tasks: concurrent_tasks
+                    .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
+                work_dir,
+            };
+            Ok(sdcflow::dist::run_executor(&o).await?)
         }
         Command::Bench { what } => match what {
             BenchCommand::Tabulate { data, rows, dims, threads, out } => {

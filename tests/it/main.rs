@@ -3,6 +3,7 @@
 mod bad_input;
 mod cli;
 mod common;
+mod deploy;
 mod engines;
 mod microagg;
 mod s3;
