@@ -109,18 +109,12 @@ impl LinearProgram {
 }
 
 /// Options for one solve.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SolveOptions {
     /// Wall-clock limit in seconds (`None`: no limit).
     pub time_limit_s: Option<f64>,
     /// Relative MIP gap at which HiGHS may stop (`None`: HiGHS default, 1e-4).
     pub mip_rel_gap: Option<f64>,
-}
-
-impl Default for SolveOptions {
-    fn default() -> Self {
-        Self { time_limit_s: None, mip_rel_gap: None }
-    }
 }
 
 /// How a solve ended when it produced a usable answer.

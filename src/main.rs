@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use sdcflow::job::{EngineMode, HierarchyEntry, InputSpec, Job, JobSpec, OutputSpec, SecondarySpec, TableSpec};
+use sdcflow::job::{
+    EngineMode, HierarchyEntry, InputSpec, Job, JobSpec, MicroaggregationSpec, OutputSpec, SecondarySpec, TableSpec,
+};
 use sdcflow::progress::{Progress, Verbosity};
 
 #[derive(Parser, Debug)]
@@ -36,6 +38,8 @@ enum Command {
     },
     /// One-line protection of one table (tau-Argus batch syntax).
     Protect(ProtectArgs),
+    /// One-line microaggregation of one data set (numeric or nominal).
+    Microaggregate(MicroaggregateArgs),
     /// Generate census-like synthetic microdata as Parquet parts.
     Generate {
         /// Output directory.
@@ -134,6 +138,49 @@ impl EngineArgs {
 }
 
 #[derive(Args, Debug)]
+struct MicroaggregateArgs {
+    /// Microdata: Parquet file, directory, glob, s3:// URL or .csv file.
+    micro: String,
+    /// Variables to aggregate, comma-separated.
+    #[arg(long)]
+    variables: String,
+    /// Minimum group size.
+    #[arg(long, default_value_t = 3)]
+    k: usize,
+    /// `numeric` or `nominal`.
+    #[arg(long, default_value = "numeric")]
+    kind: String,
+    /// Method (numeric: mdav, vmdav, univariate-optimal, two-step; nominal: two-step,
+    /// cluster-mode, random-member).
+    #[arg(long)]
+    method: Option<String>,
+    /// Strata variables, comma-separated.
+    #[arg(long)]
+    strata: Option<String>,
+    /// Weight variable (numeric).
+    #[arg(long)]
+    weight: Option<String>,
+    /// Standardisation (numeric): zscore, range, none.
+    #[arg(long)]
+    standardise: Option<String>,
+    /// Control tables up to this dimension (nominal).
+    #[arg(long)]
+    control: Option<usize>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// CSV delimiter for .csv input.
+    #[arg(long)]
+    csv_delimiter: Option<String>,
+    /// Data set name (the output sub-directory).
+    #[arg(long, default_value = "masked")]
+    name: String,
+    /// Output location.
+    #[arg(long)]
+    out: String,
+}
+
+#[derive(Args, Debug)]
 struct ProtectArgs {
     /// Microdata: Parquet file, directory, glob or s3:// URL.
     micro: String,
@@ -205,6 +252,34 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
         Command::Protect(a) => {
             let j = protect_job(&a)?;
             execute(&j, a.engine.mode(), None, &progress, verbosity).await
+        }
+        Command::Microaggregate(a) => {
+            let list =
+                |s: &str| s.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect::<Vec<_>>();
+            let spec = JobSpec {
+                input: InputSpec { microdata: a.micro.clone(), sql: vec![], csv_delimiter: a.csv_delimiter.clone() },
+                hierarchy: vec![],
+                table: vec![],
+                microaggregation: vec![MicroaggregationSpec {
+                    name: a.name.clone(),
+                    variables: list(&a.variables),
+                    k: a.k,
+                    kind: Some(a.kind.clone()),
+                    method: a.method.clone(),
+                    strata: a.strata.as_deref().map(list),
+                    weight: a.weight.clone(),
+                    standardise: a.standardise.clone(),
+                    seed: Some(a.seed),
+                    gamma: None,
+                    control: a.control,
+                    control_tables: None,
+                    source: None,
+                }],
+                output: OutputSpec { dir: a.out.clone() },
+                engine: Default::default(),
+            };
+            let j = Job::from_spec(Path::new("<command line>"), spec)?;
+            execute(&j, None, None, &progress, verbosity).await
         }
         Command::Generate { out, rows, seed, rows_per_part } => {
             let opts = sdcflow::generate::GenerateOptions { rows, seed, rows_per_part, ..Default::default() };

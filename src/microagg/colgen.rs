@@ -36,6 +36,10 @@ pub struct ColGenParams {
     /// Node limit of one exact pricing search per cluster size (default 3 000 000); when it
     /// is hit, no lower bound is certified.
     pub node_limit: u64,
+    /// Total exact-pricing nodes for the whole run (default 30 000 000): once spent, pricing is
+    /// heuristic only and no bound is certified. Keeps the cost per group bounded and
+    /// deterministic (no wall-clock limit).
+    pub node_budget: u64,
     /// Columns kept per exact pricing search (default 10).
     pub columns_per_size: usize,
     /// Time limit of the final MIP over the generated columns (default 30 s).
@@ -49,6 +53,7 @@ impl Default for ColGenParams {
         Self {
             max_iterations: 300,
             node_limit: 3_000_000,
+            node_budget: 30_000_000,
             columns_per_size: 10,
             mip_time_limit_s: 30.0,
             tolerance: 1e-9,
@@ -168,7 +173,7 @@ pub fn column_generation(
     }
     let (mut best_sse, mut best_groups) = best.expect("at least one start");
     let start_sse = best_sse;
-    let mut consider = |groups: Vec<Vec<usize>>, best_sse: &mut f64, best_groups: &mut Vec<Vec<usize>>| {
+    let consider = |groups: Vec<Vec<usize>>, best_sse: &mut f64, best_groups: &mut Vec<Vec<usize>>| {
         if is_k_partition(&groups, m, k, usize::MAX) {
             let sse = points.partition_sse(&groups);
             if sse < *best_sse - 1e-12 {
@@ -183,6 +188,7 @@ pub fn column_generation(
     let mut lower_bound: Option<f64> = None;
     let mut lp_value = f64::NAN;
     let mut converged = false;
+    let mut budget = params.node_budget;
     let mut iterations = 0;
     while iterations < params.max_iterations {
         iterations += 1;
@@ -191,7 +197,7 @@ pub fn column_generation(
         lp_value = sol.objective;
         let x = &sol.columns;
         let lambda = &sol.row_duals;
-        let integral = x.iter().all(|&v| v < 1e-6 || v > 1.0 - 1e-6);
+        let integral = x.iter().all(|&v| !(1e-6..=1.0 - 1e-6).contains(&v));
         if integral {
             let groups = (0..x.len()).filter(|&j| x[j] > 0.5).map(|j| cols.members[j].clone()).collect();
             consider(groups, &mut best_sse, &mut best_groups);
@@ -211,7 +217,9 @@ pub fn column_generation(
             let mut complete = true;
             let mut min_rc: f64 = 0.0;
             for &eta in &sizes {
-                let ex = pricer.exact(lambda, eta, params.tolerance, params.columns_per_size, params.node_limit);
+                let limit = params.node_limit.min(budget);
+                let ex = pricer.exact(lambda, eta, params.tolerance, params.columns_per_size, limit);
+                budget = budget.saturating_sub(ex.nodes);
                 complete &= ex.complete;
                 min_rc = min_rc.min(ex.min_reduced_cost);
                 for c in ex.found {
@@ -417,7 +425,7 @@ mod tests {
             cols.add(&p, g);
         }
         let pr = Pricer::new(p);
-        for c in pr.heuristic(&vec![1.0; 12], 3, 0.0) {
+        for c in pr.heuristic(&[1.0; 12], 3, 0.0) {
             cols.add(&p, c.members);
         }
         let sol = lp::solve(&cols.master(12, false), &SolveOptions::default()).unwrap();

@@ -129,7 +129,7 @@ pub fn genetic(points: &PointSet, k: usize, seed: &[Vec<usize>], params: &GaPara
     for _ in 0..params.generations {
         let weights: Vec<f64> = fit.iter().map(|s| 1.0 / (s + 1.0)).collect();
         let total: f64 = weights.iter().sum();
-        let mut spin = |rng: &mut Rng| {
+        let spin = |rng: &mut Rng| {
             let mut t = rng.next_f64() * total;
             for (i, w) in weights.iter().enumerate() {
                 t -= w;

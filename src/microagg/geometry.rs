@@ -23,7 +23,7 @@ pub struct PointSet<'a> {
 impl<'a> PointSet<'a> {
     /// A point set over `coords` (row-major, `dim` columns), unweighted when `weights` is `None`.
     pub fn new(dim: usize, coords: &'a [f64], weights: Option<&'a [f64]>) -> Self {
-        debug_assert!(dim > 0 && coords.len() % dim == 0);
+        debug_assert!(dim > 0 && coords.len().is_multiple_of(dim));
         Self { dim, coords, weights }
     }
 

@@ -24,6 +24,32 @@ pub struct ImproveStats {
     pub passes: usize,
 }
 
+/// Neighbour lists are recomputed every this many passes (centroids move little).
+const REFRESH_NEIGHBOURS: usize = 5;
+
+/// The `neighbours` nearest other groups of each group, by centroid distance (ties by index).
+fn nearest_groups(gs: &[GroupStats], neighbours: usize) -> Vec<Vec<usize>> {
+    let centroids: Vec<Vec<f64>> = gs.iter().map(|s| s.centroid()).collect();
+    let n = gs.len();
+    let cmp = |p: &(f64, usize), q: &(f64, usize)| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1));
+    (0..n)
+        .map(|a| {
+            let mut near: Vec<(f64, usize)> =
+                (0..n).filter(|&b| b != a).map(|b| (dist2(&centroids[a], &centroids[b]), b)).collect();
+            let take = neighbours.min(near.len());
+            if take == 0 {
+                return Vec::new();
+            }
+            if take < near.len() {
+                near.select_nth_unstable_by(take - 1, cmp);
+            }
+            near.truncate(take);
+            near.sort_by(cmp);
+            near.into_iter().map(|p| p.1).collect()
+        })
+        .collect()
+}
+
 /// SSE change of group `s` when member `x` is replaced by outsider `y`.
 fn replace_delta(points: &PointSet, s: &GroupStats, x: usize, y: usize) -> f64 {
     let (wx, wy) = (points.weight(x), points.weight(y));
@@ -59,27 +85,19 @@ pub fn local_search(
     let eps = 1e-12;
     let mut gs: Vec<GroupStats> = groups.iter().map(|g| GroupStats::of(points, g)).collect();
     let mut dirty = vec![true; n_groups];
-    for _ in 0..max_passes {
+    let mut near: Vec<Vec<usize>> = Vec::new();
+    for pass in 0..max_passes {
         stats.passes += 1;
-        let centroids: Vec<Vec<f64>> = gs.iter().map(|s| s.centroid()).collect();
+        if pass % REFRESH_NEIGHBOURS == 0 {
+            near = nearest_groups(&gs, neighbours);
+        }
         let mut changed = vec![false; n_groups];
         let mut any = false;
         for a in 0..n_groups {
-            let mut near: Vec<(f64, usize)> = (0..n_groups)
-                .filter(|&b| b != a && (dirty[a] || dirty[b]))
-                .map(|b| (dist2(&centroids[a], &centroids[b]), b))
-                .collect();
-            if near.is_empty() {
-                continue;
-            }
-            let take = neighbours.min(near.len());
-            let cmp = |p: &(f64, usize), q: &(f64, usize)| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1));
-            if take < near.len() {
-                near.select_nth_unstable_by(take - 1, cmp);
-            }
-            near.truncate(take);
-            near.sort_by(cmp);
-            for &(_, b) in &near {
+            for &b in &near[a] {
+                if !(dirty[a] || dirty[b]) {
+                    continue;
+                }
                 // moves a → b
                 let mut p = 0;
                 while p < groups[a].len() {

@@ -71,7 +71,7 @@ pub fn principal_axis(points: &PointSet, members: &[usize]) -> Vec<f64> {
             w[a] = (0..d).map(|b| cov[a * d + b] * v[b]).sum();
         }
         let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
-        if !(norm > 0.0) {
+        if norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             let mut e = vec![0.0; d];
             e[widest] = 1.0;
             return e;
@@ -109,6 +109,9 @@ mod tests {
         let coords: Vec<f64> = (0..50).flat_map(|i| [i as f64, i as f64 + (i % 2) as f64 * 0.1]).collect();
         let p = PointSet::new(2, &coords, None);
         let v = principal_axis(&p, &(0..50).collect::<Vec<_>>());
-        assert!((v[0].abs() - 0.7071).abs() < 0.01 && (v[1].abs() - 0.7071).abs() < 0.01);
+        assert!(
+            (v[0].abs() - std::f64::consts::FRAC_1_SQRT_2).abs() < 0.01
+                && (v[1].abs() - std::f64::consts::FRAC_1_SQRT_2).abs() < 0.01
+        );
     }
 }

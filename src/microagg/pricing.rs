@@ -31,6 +31,8 @@ pub struct ExactPricing {
     pub min_reduced_cost: f64,
     /// Whether the search finished (false: the node limit stopped it).
     pub complete: bool,
+    /// Search nodes used.
+    pub nodes: u64,
 }
 
 /// Pricing oracle over the points of one (small) problem.
@@ -142,10 +144,11 @@ impl<'a> Pricer<'a> {
             st.dfs(0);
         }
         let complete = !st.aborted;
+        let nodes = st.nodes;
         let min_reduced_cost = st.min_rc;
         let mut found = st.found;
         found.sort_by(|a, b| a.reduced_cost.total_cmp(&b.reduced_cost).then(a.members.cmp(&b.members)));
-        ExactPricing { found, min_reduced_cost, complete }
+        ExactPricing { found, min_reduced_cost, complete, nodes }
     }
 }
 

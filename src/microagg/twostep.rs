@@ -7,16 +7,17 @@
 //!
 //! * step 1 — cut the file into macro-groups of at most `macro_group_max` records
 //!   ([`super::partition`]), run MDAV inside each (so never O(n²) over the whole file), then
-//!   run MDAV on the centroids of the k-groups to gather `groups_per_optimisation_group`
-//!   k-groups (about K records) into each optimisation group;
+//!   run MDAV on the centroids of the k-groups to gather about K/k k-groups (K =
+//!   `optimisation_group_records`) into each optimisation group;
 //! * step 2 — solve every optimisation group independently with [`solve_optimisation_group`]
 //!   (GA seeded with the step-1 groups, then column generation with the GA result, the seed,
 //!   MDAV and V-MDAV as starts; the best partition is kept, so never worse than the seed);
 //! * then local search ([`super::improve`]) across neighbouring groups of a macro-group.
 //!
-//! Steps 1-bis to 2 are repeated for `rounds` rounds with different optimisation-group sizes,
-//! each round seeded with the current partition, so SSE never increases. Optimisation groups
-//! are plain data ([`OptimisationGroup`]): they are the unit to ship to cluster executors.
+//! Forming optimisation groups, step 2 and local search are repeated for `rounds` rounds with
+//! different optimisation-group sizes, each round seeded with the current partition, so SSE
+//! never increases. Optimisation groups are plain data ([`OptimisationGroup`]): they are the
+//! unit to ship to cluster executors.
 //!
 //! Invariants: deterministic for a seed, independent of the thread count (rayon results are
 //! collected in task order; each task has its own `Rng` stream); SSE ≤ the step-1 SSE, i.e. no
@@ -42,8 +43,14 @@ use crate::rng::Rng;
 pub struct TwoStepParams {
     /// Largest macro-group (records) in which MDAV runs (default 5000).
     pub macro_group_max: usize,
-    /// k-groups gathered into one optimisation group (default 8, i.e. K = 8k records).
-    pub groups_per_optimisation_group: usize,
+    /// Target records K per optimisation group (default 24, as the GA paper's K = 12..27);
+    /// ⌊K/k⌉ k-groups (at least 2) are gathered into each.
+    pub optimisation_group_records: usize,
+    /// Strata with more records than this skip the GA and column generation (step 2) and get
+    /// only local search after step 1 (default 500 000): column generation costs about 0.1 s
+    /// per optimisation group on one core, too slow for 10⁷ records on a small machine. Raise
+    /// it when the optimisation groups are shipped to a cluster.
+    pub step2_max_records: usize,
     /// Optimisation rounds (default 3); round r uses a different optimisation-group size.
     pub rounds: usize,
     /// GA settings, `None` to skip the GA.
@@ -62,7 +69,8 @@ impl Default for TwoStepParams {
     fn default() -> Self {
         Self {
             macro_group_max: 5000,
-            groups_per_optimisation_group: 8,
+            optimisation_group_records: 24,
+            step2_max_records: 500_000,
             rounds: 3,
             genetic: Some(GaParams::default()),
             column_generation: Some(ColGenParams::default()),
@@ -198,10 +206,12 @@ pub struct TwoStepOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Optimisation-group size (in k-groups) for round `round`.
-fn round_size(base: usize, round: usize) -> usize {
-    const OFFSETS: [isize; 5] = [0, 3, -2, 2, -1];
-    (base as isize + OFFSETS[round % OFFSETS.len()]).max(2) as usize
+/// Optimisation-group size (in k-groups) for round `round`: K plus a per-round offset in
+/// records, so successive rounds cut the file differently.
+fn round_size(records: usize, k: usize, round: usize) -> usize {
+    const OFFSETS: [isize; 5] = [0, 9, -6, 6, -3];
+    let target = (records as isize + OFFSETS[round % OFFSETS.len()]).max(1) as f64;
+    ((target / k as f64).round() as usize).max(2)
 }
 
 /// Gathers the groups of one macro-group into optimisation groups (MDAV on group centroids).
@@ -266,13 +276,19 @@ pub fn two_step(points: &PointSet, k: usize, params: &TwoStepParams, seed: u64) 
         }
         timings.improve_s += t.elapsed().as_secs_f64();
     };
-    let solving = params.genetic.is_some() || params.column_generation.is_some();
+    let solving = (params.genetic.is_some() || params.column_generation.is_some()) && n <= params.step2_max_records;
+    if !solving && n > params.step2_max_records {
+        warnings.push(format!(
+            "{n} records > step2_max_records = {}: step 2 (GA, column generation) skipped, local search only",
+            params.step2_max_records
+        ));
+    }
     for round in 0..params.rounds {
         if !solving {
             break;
         }
         let t = Instant::now();
-        let per = round_size(params.groups_per_optimisation_group, round);
+        let per = round_size(params.optimisation_group_records, k, round);
         let tasks: Vec<(usize, Vec<usize>, OptimisationGroup)> = parts
             .par_iter()
             .enumerate()
@@ -349,6 +365,10 @@ mod tests {
         assert!(is_k_partition(&a.groups, 500, 3, 5));
         let b = two_step(&p, 3, &params, 7);
         assert_eq!(a.groups, b.groups);
+        // same result on a single thread
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let c = pool.install(|| two_step(&p, 3, &params, 7));
+        assert_eq!(a.groups, c.groups);
     }
 
     #[test]

@@ -103,7 +103,7 @@ mod tests {
         let g = vmdav(&p, 3, 1.1);
         assert!(is_k_partition(&g, 13, 3, 5));
         assert_eq!(g.len(), 3);
-        assert!(p.partition_sse(&g) < 0.01);
+        assert!(p.partition_sse(&g) < 0.03);
         // with the default γ = 0.2 the equally spaced records are not close enough to extend
         assert!(vmdav(&p, 3, DEFAULT_GAMMA).len() > 3);
     }

@@ -10,7 +10,12 @@
 //! table — and a witness stays valid while all its nonzero cells stay suppressed. So
 //! (1) one "batch" LP maximising the sum of several targets (each capped at its level) can
 //! certify many targets at once; (2) adding suppressions never breaks a certificate; (3) after
-//! removing a cell, only targets whose witness used it are re-solved. Targets no witness
+//! removing a cell, only targets whose witness used it are re-solved; (4) on large problems
+//! (> 100 k cells) and during cleanups, "local" LPs over a ball of ≤ 400 suppressed cells
+//! within 3 relation hops of the target come first (batched per ball): they restrict the
+//! attacker (cells outside the ball are held at their values), so their optima are still
+//! witnesses, and sparse ones; a local shortfall is final only when its capacity cut is
+//! violated by the current pattern (a proof), otherwise the component LP decides. Targets no witness
 //! certifies get an individual LP; when it falls short its duals give a capacity cut, which
 //! the repair loops and the exact method consume. Reported intervals are capped at the
 //! requirement unless [`AuditOptions::exact_intervals`] asks for the exact ones.
@@ -146,7 +151,10 @@ pub(crate) struct Auditor<'p, 'a> {
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
-const BALLS: [(usize, usize); 2] = [(2, 60), (4, 1000)];
+const BALLS: [(usize, usize); 2] = [(3, 400), (6, 5000)];
+
+/// Problems with more cells than this use local LPs first in every audit.
+const LOCAL_FIRST_CELLS: usize = 100_000;
 
 /// Direction 0 = down (`LPL`), 1 = up (`UPL`).
 fn need(s: &super::problem::Sensitive, dir: usize) -> f64 {
@@ -173,7 +181,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             epoch: 0,
             lps: 0,
             exact: false,
-            local_first: false,
+            local_first: p.n() > LOCAL_FIRST_CELLS,
         }
     }
 
@@ -317,7 +325,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.check()
     }
 
-    /// Local LPs for unknown non-sliding targets; certifies those they can.
+    /// Local LPs for unknown non-sliding targets: certifies those they can, and records a
+    /// failure when the local LP's capacity cut is violated by the current pattern (a proof of
+    /// under-protection, since the cut is valid for every protecting pattern).
     fn solve_local(&mut self, hops: usize, max: usize) -> Result<(), SuppressError> {
         let p = self.p;
         let todo: Vec<(usize, usize)> = (0..p.sens.len())
@@ -326,13 +336,91 @@ impl<'p, 'a> Auditor<'p, 'a> {
             .filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown))
             .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
             .collect();
-        if todo.is_empty() {
-            return Ok(());
+        if todo.len() > 64 {
+            self.solve_local_groups(&todo, hops, max)?;
         }
+        let todo: Vec<(usize, usize)> =
+            todo.into_iter().filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown)).collect();
+        for chunk in todo.chunks(2048) {
+            self.solve_local_chunk(chunk, hops, max)?;
+        }
+        Ok(())
+    }
+
+    /// Local batch LPs: the unknown targets (one direction) inside one ball share one LP that
+    /// maximises their capped sum; certifies those it reaches (many targets per LP on large
+    /// tables). The rest are left unknown for single local LPs.
+    fn solve_local_groups(&mut self, todo: &[(usize, usize)], hops: usize, max: usize) -> Result<(), SuppressError> {
+        let p = self.p;
+        let mut at: crate::table::relations::FastMap<(u32, usize), usize> = Default::default();
+        for (x, &(k, d)) in todo.iter().enumerate() {
+            at.insert((p.sens[k].cell, d), x);
+        }
+        let mut taken = vec![false; todo.len()];
+        let mut groups: Vec<(Vec<u32>, Vec<u32>, Vec<usize>)> = Vec::new();
+        for x in 0..todo.len() {
+            if taken[x] {
+                continue;
+            }
+            let (k, d) = todo[x];
+            let (cells, rows) = self.ball(p.sens[k].cell, hops, max);
+            let members: Vec<usize> =
+                cells.iter().filter_map(|&c| at.get(&(c, d)).copied()).filter(|&y| !taken[y]).collect();
+            for &y in &members {
+                taken[y] = true;
+            }
+            groups.push((cells, rows, members));
+        }
+        for chunk in groups.chunks(256) {
+            let sup = &self.sup;
+            let res: Vec<Vec<(u32, f64)>> = chunk
+                .par_iter()
+                .map(|(cells, rows, members)| {
+                    let lp = CompLp::new(p, sup, cells.clone(), rows.clone());
+                    let targets: Vec<(u32, f64, f64)> = members
+                        .iter()
+                        .map(|&y| {
+                            let (k, d) = todo[y];
+                            let s = &p.sens[k];
+                            (s.cell, if d == 0 { -1.0 } else { 1.0 }, need(s, d))
+                        })
+                        .collect();
+                    lp.batch(&targets)
+                })
+                .collect::<Result<_, SuppressError>>()?;
+            self.lps += res.len();
+            for ((_, _, members), w) in chunk.iter().zip(res) {
+                let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
+                let done: Vec<(usize, usize, f64)> = members
+                    .iter()
+                    .map(|&y| todo[y])
+                    .filter(|&(k, d)| {
+                        let s = &p.sens[k];
+                        let dir = if d == 0 { -1.0 } else { 1.0 };
+                        let n = need(s, d);
+                        dir * z.get(&s.cell).copied().unwrap_or(0.0) >= n - tolerance(n)
+                    })
+                    .map(|(k, d)| (k, d, need(&p.sens[k], d)))
+                    .collect();
+                if done.is_empty() {
+                    continue;
+                }
+                let id = self.record(w);
+                for (k, d, v) in done {
+                    self.users[id as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(id, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn solve_local_chunk(&mut self, todo: &[(usize, usize)], hops: usize, max: usize) -> Result<(), SuppressError> {
+        let p = self.p;
         let balls: Vec<(Vec<u32>, Vec<u32>)> =
             todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
         let sup = &self.sup;
-        let res: Vec<Option<(Vec<(u32, f64)>, f64)>> = todo
+        let res: Vec<(crate::suppress::attacker::Attack, Option<Cut>)> = todo
             .par_iter()
             .zip(balls)
             .map(|(&(k, d), (cells, rows))| {
@@ -340,17 +428,21 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 let lp = CompLp::new(p, sup, cells, rows);
                 let dir = if d == 0 { -1.0 } else { 1.0 };
                 let n = need(s, d);
-                let x = |_: u32| 0.0;
-                let (att, _) = lp.single(p, &x, s.cell, dir, n, f64::NEG_INFINITY)?;
-                Ok((att.value >= n - tolerance(n)).then_some((att.witness, att.value)))
+                let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
+                lp.single(p, &x, s.cell, dir, n, n)
             })
             .collect::<Result<_, SuppressError>>()?;
         self.lps += res.len();
-        for (&(k, d), r) in todo.iter().zip(res) {
-            if let Some((w, v)) = r {
-                let id = self.record(w);
+        for (&(k, d), (att, cut)) in todo.iter().zip(res) {
+            let n = need(&p.sens[k], d);
+            if att.value >= n - tolerance(n) {
+                let id = self.record(att.witness);
                 self.users[id as usize].push((k as u32, d as u8));
-                self.certs[k][d] = Cert::Ok(id, v);
+                self.certs[k][d] = Cert::Ok(id, att.value);
+            } else if let Some(cut) = cut.map(|c| c.capped(n)) {
+                if cut.lhs(&self.sup) < n - tolerance(n) {
+                    self.certs[k][d] = Cert::Failed(att.value, Some(cut));
+                }
             }
         }
         Ok(())
@@ -360,6 +452,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
     pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
         if self.local_first && !self.exact {
             for (hops, max) in BALLS {
+                if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
+                    break;
+                }
                 self.solve_local(hops, max)?;
             }
         }
@@ -385,8 +480,8 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 todo.push((k, 0));
                 todo.push((k, 1));
             } else {
-                for d in 0..2 {
-                    if unk[d] {
+                for (d, &u) in unk.iter().enumerate() {
+                    if u {
                         if need(s, d) <= 0.0 && !self.exact {
                             let w = self.record(Vec::new());
                             self.users[w as usize].push((k as u32, d as u8));
@@ -529,8 +624,11 @@ fn is_sliding(s: &super::problem::Sensitive) -> bool {
     s.spl > 0.0 && s.spl > s.lpl + s.upl
 }
 
+/// A witness and its users `(sensitive index, direction, value)`.
+type SharedWitness = (Vec<(u32, f64)>, Vec<(usize, usize, f64)>);
+
 struct BatchOut {
-    witnesses: Vec<(Vec<(u32, f64)>, Vec<(usize, usize, f64)>)>,
+    witnesses: Vec<SharedWitness>,
     left: Vec<(usize, usize)>,
     lps: usize,
 }

@@ -37,7 +37,7 @@ pub(crate) fn master(p: &Problem, singleton_rule: bool, integer: bool) -> Linear
             lp.add_column(p.cost[i], lo, hi);
         }
     }
-    let any_singleton = p.freq.iter().any(|&f| f == 1);
+    let any_singleton = p.freq.contains(&1);
     for r in 0..p.rel.len() {
         let members: Vec<usize> = p.rel.members(r).map(|m| m as usize).collect();
         for &i in &members {

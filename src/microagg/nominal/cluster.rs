@@ -232,6 +232,8 @@ fn colgen_windows(
     if !cur.is_empty() {
         windows.push(cur);
     }
+    let mut wopts = opts.clone();
+    wopts.colgen_max_iterations = opts.colgen_window_iterations;
     for w in windows {
         if w.len() < 2 {
             continue;
@@ -250,7 +252,7 @@ fn colgen_windows(
                 v
             })
             .collect();
-        let out = colgen::improve_by_column_generation(&sub, m, k, &initial, opts)?;
+        let out = colgen::improve_by_column_generation(&sub, m, k, &initial, &wopts)?;
         for &c in &w {
             clusters[c].clear();
         }
@@ -275,19 +277,26 @@ pub fn greedy_clusters(codes: &[u32], m: usize, k: usize) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = by_rec.into_values().collect();
     groups.sort_unstable_by_key(|g| g[0]);
     let mut clusters: Vec<Vec<usize>> = Vec::new();
-    let mut absorbers: Vec<usize> = Vec::new(); // perfect clusters with capacity
+    // Perfect clusters with room, one list per duplicate group (identical targets, so only
+    // the first with room is ever scanned: a huge group does not slow the scan down).
+    let mut absorbers: Vec<Vec<usize>> = Vec::new();
     let mut unassigned: Vec<usize> = Vec::new();
     for g in groups {
         if g.len() >= k {
             let q = g.len() / k;
             let mut start = 0;
+            let mut room = Vec::new();
             for c in 0..q {
                 let size = g.len() / q + usize::from(c < g.len() % q);
                 clusters.push(g[start..start + size].to_vec());
                 if size < cap {
-                    absorbers.push(clusters.len() - 1);
+                    room.push(clusters.len() - 1);
                 }
                 start += size;
+            }
+            room.reverse(); // smallest (last) clusters first
+            if !room.is_empty() {
+                absorbers.push(room);
             }
         } else {
             unassigned.extend(g);
@@ -344,8 +353,8 @@ pub fn greedy_clusters(codes: &[u32], m: usize, k: usize) -> Vec<Vec<usize>> {
         let share = acc[seed];
         let best_abs = absorbers
             .iter()
-            .filter(|&&a| clusters[a].len() < cap)
-            .map(|&a| (clusters[a].iter().map(|&x| d(seed, x)).sum::<u32>(), a))
+            .filter_map(|list| list.iter().copied().find(|&a| clusters[a].len() < cap))
+            .map(|a| (clusters[a].iter().map(|&x| d(seed, x)).sum::<u32>(), a))
             .min();
         for &j in &c {
             in_c[j] = false;

@@ -33,10 +33,62 @@ pub fn solve_exact(
     start: &[usize],
     time_limit_s: Option<f64>,
 ) -> Result<(Vec<usize>, ExactStatus), NominalError> {
-    let solver = |e| NominalError::Solver { step: "exact representatives", source: e };
+    let active: Vec<usize> = (0..p.cands.len()).filter(|&c| p.cands[c].len() > 1).collect();
+    solve_exact_subset(p, start, &active, time_limit_s)
+}
+
+/// Large-neighbourhood search for instances too big for one MILP: consecutive windows of
+/// undecided clusters (in cluster order, i.e. of similar records) with at most
+/// `window_candidates` candidates are re-optimised exactly while all other representatives
+/// stay fixed (the coordinator's global counts). Never worsens `choice`; returns the worst
+/// status met (time limit if any window hit it).
+pub fn improve_by_windows(
+    p: &RepProblem,
+    choice: &mut [usize],
+    window_candidates: usize,
+    time_limit_s: Option<f64>,
+) -> Result<ExactStatus, NominalError> {
+    let mut status = ExactStatus::Optimal;
+    let mut window: Vec<usize> = Vec::new();
+    let mut size = 0;
     let undecided: Vec<usize> = (0..p.cands.len()).filter(|&c| p.cands[c].len() > 1).collect();
+    let mut current = p.objective(choice);
+    for (i, &c) in undecided.iter().enumerate() {
+        window.push(c);
+        size += p.cands[c].len();
+        if size >= window_candidates || i + 1 == undecided.len() {
+            let (e, st) = solve_exact_subset(p, choice, &window, time_limit_s)?;
+            if st == ExactStatus::TimeLimit {
+                status = st;
+            }
+            let v = p.objective(&e);
+            if v < current - 1e-9 {
+                choice.copy_from_slice(&e);
+                current = v;
+            }
+            window.clear();
+            size = 0;
+        }
+    }
+    Ok(status)
+}
+
+/// Exact re-optimisation of the clusters `active` with every other cluster fixed at `start`.
+pub fn solve_exact_subset(
+    p: &RepProblem,
+    start: &[usize],
+    active: &[usize],
+    time_limit_s: Option<f64>,
+) -> Result<(Vec<usize>, ExactStatus), NominalError> {
+    let solver = |e| NominalError::Solver { step: "exact representatives", source: e };
+    let undecided: Vec<usize> = active.iter().copied().filter(|&c| p.cands[c].len() > 1).collect();
     if undecided.is_empty() {
         return Ok((start.to_vec(), ExactStatus::Optimal));
+    }
+    // Fixed part of every cell: the counts of `start` without the active clusters.
+    let mut fixed = p.counts(start);
+    for &c in &undecided {
+        p.apply(&mut fixed, c, start[c], -1.0);
     }
     // Variables z and per-cell affine terms.
     let mut zvar: Vec<(usize, usize)> = Vec::new();
@@ -51,7 +103,6 @@ pub fn solve_exact(
             }
         }
     }
-    // Fixed part of n_t: base plus decided clusters (which have no free tables) = base.
     let start_counts = p.counts(start);
     let mut cells: Vec<CellTerm> = Vec::new();
     let mut keys: Vec<usize> = terms.keys().copied().collect();
@@ -65,7 +116,7 @@ pub fn solve_exact(
             *e = e.max(a);
         }
         let add: f64 = per_cluster.values().sum();
-        let e0 = (p.base[cell] - p.nbar[cell]).round() as i64;
+        let e0 = (fixed[cell] - p.nbar[cell]).round() as i64;
         let (lo, hi) = (e0, e0 + add.round() as i64);
         let es = (start_counts[cell] - p.nbar[cell]).round() as i64;
         let cuts: BTreeSet<i64> =
@@ -93,7 +144,7 @@ pub fn solve_exact(
                 0
             };
             ct.q = lp.add_column(1.0 / nb, lbq as f64, f64::INFINITY);
-            let base_e = p.base[ct.cell] - nb;
+            let base_e = fixed[ct.cell] - nb;
             for &a in &ct.cuts {
                 // q − (2a+1)·Σ coef z ≥ (2a+1)·base_e − a(a+1)
                 let s = (2 * a + 1) as f64;
@@ -168,6 +219,30 @@ mod tests {
             let (e, st) = solve_exact(&p, &g, None).unwrap();
             assert_eq!(st, ExactStatus::Optimal);
             assert!((p.objective(&e) - bv).abs() < 1e-6, "trial {trial}: {} vs {bv}", p.objective(&e));
+        }
+    }
+
+    #[test]
+    fn windows_never_worse_and_bounded_by_brute_force() {
+        let mut rng = Rng::new(5);
+        for _ in 0..6 {
+            let rows: Vec<Vec<u32>> = (0..18).map(|_| (0..3).map(|_| rng.below(3) as u32).collect()).collect();
+            let d = NominalData::from_rows(&rows).unwrap();
+            let dist = distinct(d.codes(), 3);
+            let clusters: Vec<Vec<usize>> = (0..6).map(|c| (3 * c..3 * c + 3).collect()).collect();
+            let tables = control_table_list(&ControlTables::UpToDimension(2), 3).unwrap();
+            let p = RepProblem::new(&dist, 3, &clusters, &tables);
+            let (_, bv) = brute_force(&p);
+            let mut g = greedy(&p);
+            let gv = p.objective(&g);
+            let st = improve_by_windows(&p, &mut g, 4, None).unwrap();
+            assert_eq!(st, ExactStatus::Optimal);
+            let wv = p.objective(&g);
+            assert!(wv <= gv + 1e-9 && wv >= bv - 1e-9);
+            // One window covering everything is the exact optimum.
+            let mut g2 = greedy(&p);
+            improve_by_windows(&p, &mut g2, 1000, None).unwrap();
+            assert!((p.objective(&g2) - bv).abs() < 1e-6);
         }
     }
 }

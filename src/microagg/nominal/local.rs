@@ -18,8 +18,14 @@ use super::cluster::{hamming, row};
 pub fn local_search(codes: &[u32], m: usize, k: usize, clusters: &mut [Vec<usize>], max_passes: usize) -> u64 {
     let cap = 2 * k - 1;
     let pure = |c: &Vec<usize>| c.iter().all(|&i| row(codes, m, i) == row(codes, m, c[0]));
-    // Universe: impure clusters (movers) and pure clusters with room (targets).
-    let uni: Vec<usize> = (0..clusters.len()).filter(|&c| !pure(&clusters[c]) || clusters[c].len() < cap).collect();
+    // Universe: impure clusters (movers) and pure clusters with room (targets; one per
+    // distinct record, as identical targets are interchangeable).
+    let mut seen_pure: std::collections::HashSet<&[u32]> = std::collections::HashSet::new();
+    let uni: Vec<usize> = (0..clusters.len())
+        .filter(|&c| {
+            !pure(&clusters[c]) || (clusters[c].len() < cap && seen_pure.insert(row(codes, m, clusters[c][0])))
+        })
+        .collect();
     let movers: Vec<usize> =
         uni.iter().filter(|&&c| !pure(&clusters[c])).flat_map(|&c| clusters[c].iter().copied()).collect();
     if movers.is_empty() || uni.len() < 2 {

@@ -79,7 +79,7 @@ impl RepProblem {
         n
     }
 
-    fn apply(&self, n: &mut [f64], c: usize, p: usize, sign: f64) {
+    pub(crate) fn apply(&self, n: &mut [f64], c: usize, p: usize, sign: f64) {
         let r = self.cands[c][p] as usize;
         for &t in &self.free_tables[c] {
             n[self.cells.cell(r, t as usize) as usize] += sign * self.sizes[c];
@@ -113,7 +113,7 @@ impl RepProblem {
 pub fn greedy(p: &RepProblem) -> Vec<usize> {
     let mut n = p.base.clone();
     let mut choice = vec![0; p.cands.len()];
-    for c in 0..p.cands.len() {
+    for (c, ch) in choice.iter_mut().enumerate() {
         let mut best = (f64::INFINITY, 0);
         for q in 0..p.cands[c].len() {
             let d = p.delta(&n, c, q);
@@ -121,7 +121,7 @@ pub fn greedy(p: &RepProblem) -> Vec<usize> {
                 best = (d, q);
             }
         }
-        choice[c] = best.1;
+        *ch = best.1;
         p.apply(&mut n, c, best.1, 1.0);
     }
     choice
@@ -134,24 +134,24 @@ pub fn one_opt(p: &RepProblem, choice: &mut [usize], max_sweeps: usize) -> usize
     let mut changes = 0;
     for _ in 0..max_sweeps {
         let mut changed = false;
-        for c in 0..p.cands.len() {
+        for (c, ch) in choice.iter_mut().enumerate() {
             if p.cands[c].len() < 2 {
                 continue;
             }
-            p.apply(&mut n, c, choice[c], -1.0);
-            let mut best = (p.delta(&n, c, choice[c]), choice[c]);
+            p.apply(&mut n, c, *ch, -1.0);
+            let mut best = (p.delta(&n, c, *ch), *ch);
             for q in 0..p.cands[c].len() {
                 let d = p.delta(&n, c, q);
                 if d < best.0 - 1e-9 {
                     best = (d, q);
                 }
             }
-            if best.1 != choice[c] {
+            if best.1 != *ch {
                 changed = true;
                 changes += 1;
-                choice[c] = best.1;
+                *ch = best.1;
             }
-            p.apply(&mut n, c, choice[c], 1.0);
+            p.apply(&mut n, c, *ch, 1.0);
         }
         if !changed {
             break;
@@ -355,7 +355,12 @@ pub fn solve(p: &RepProblem, params: &NominalParams) -> Result<(Vec<usize>, Stri
         }
         RepresentativeMethod::Exact | RepresentativeMethod::Auto => {
             if undecided > opts.exact_max_candidates {
-                return Ok((g, "greedy+1opt".into(), ExactStatus::TooLarge));
+                if opts.exact_window_candidates == 0 || undecided > opts.exact_windows_max_candidates {
+                    return Ok((g, "greedy+1opt".into(), ExactStatus::TooLarge));
+                }
+                let st = exact::improve_by_windows(p, &mut g, opts.exact_window_candidates, opts.exact_time_limit_s)?;
+                one_opt(p, &mut g, opts.one_opt_sweeps);
+                return Ok((g, "greedy+1opt+exact-windows".into(), st));
             }
             let (e, st) = exact::solve_exact(p, &g, opts.exact_time_limit_s)?;
             if p.objective(&e) <= gv + 1e-9 {
