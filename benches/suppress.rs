@@ -1,8 +1,8 @@
 //! Measurements for FIGURES.md: `cargo run --release --example bench -- <mid|big> <methods> <limit_s> [cleanup]`
-use std::time::Instant;
 use sdcflow::suppress::*;
 use sdcflow::table::synth::{generate, SynthSpec};
 use sdcflow::table::CellStatus;
+use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

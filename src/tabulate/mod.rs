@@ -126,14 +126,65 @@ impl Cells {
     }
 }
 
-/// Accumulated statistics of one cell in the Rust merge.
+/// Accumulated statistics of one cell in the Rust merge (fixed size: millions of them).
 #[derive(Debug, Clone)]
 struct Acc {
     freq: u64,
     records: u64,
     value: i128,
     weight: i128,
-    top: Vec<f64>,
+    top: [f64; topn::MAX_TOP],
+    ntop: u8,
+    /// Which contributor populations (bit 0: single-cell, bit 1: multi-cell) were absorbed.
+    parts: u8,
+}
+
+impl Acc {
+    /// Adds a disjoint population's statistics.
+    fn merge(&mut self, freq: u64, records: u64, value: i128, weight: i128, top: &[f64], n: usize) {
+        self.freq += freq;
+        self.records += records;
+        self.value += value;
+        self.weight += weight;
+        let mut all: Vec<f64> = self.top[..self.ntop as usize].iter().chain(top).copied().collect();
+        all.sort_unstable_by(|a, b| b.total_cmp(a));
+        all.truncate(n);
+        self.top[..all.len()].copy_from_slice(&all);
+        self.ntop = all.len() as u8;
+    }
+}
+
+/// Packs a cell's node indices into one integer whose order is the coordinates' lexicographic
+/// order (dimension 0 in the highest bits), so sorting keys sorts cells.
+#[derive(Debug, Clone)]
+struct KeyPacker {
+    bits: Vec<u32>,
+}
+
+impl KeyPacker {
+    fn new(dims: &[Hierarchy]) -> Result<Self> {
+        let bits: Vec<u32> = dims.iter().map(|h| (usize::BITS - h.len().leading_zeros()).max(1)).collect();
+        if bits.iter().sum::<u32>() > 128 {
+            return Err(Error::data(
+                "tabulation",
+                "too many codes across the explanatory variables (cell keys exceed 128 bits)",
+            ));
+        }
+        Ok(Self { bits })
+    }
+
+    fn push(&self, key: u128, dim: usize, node: usize) -> u128 {
+        (key << self.bits[dim]) | node as u128
+    }
+
+    fn unpack(&self, mut key: u128, out: &mut Vec<u32>) {
+        let start = out.len();
+        for &b in self.bits.iter().rev() {
+            out.push((key & ((1u128 << b) - 1)) as u32);
+            key >>= b;
+        }
+        out[start..].reverse();
+    }
 }
 
 fn q(id: &str) -> String {
@@ -451,8 +502,8 @@ pub async fn tabulate(
         format!("({})", cols.join(", "))
     };
 
-    let mut single: HashMap<Vec<u32>, Acc> = HashMap::new();
-    let mut multi: HashMap<Vec<u32>, Acc> = HashMap::new();
+    let packer = KeyPacker::new(&dims)?;
+    let mut acc: HashMap<u128, Acc> = HashMap::new();
     let chunks: Vec<&[Vec<usize>]> = sets.chunks(opts.grouping_sets_per_query.max(1)).collect();
     let parts = if t.contributor.is_some() { 2 } else { 1 };
     let stage =
@@ -475,7 +526,7 @@ pub async fn tabulate(
             lv = level_view(&leaf_name, "freq, rec, v, wt, tops, 0 AS sdc_all"),
             gs = gs.join(", ")
         );
-        absorb(&collect(ctx, &sql).await?, &dims, &levels, &mut single)?;
+        absorb(ctx, &sql, &dims, &levels, &packer, 0, n, &mut acc).await?;
         stage.inc(1);
         if t.contributor.is_some() {
             let gs: Vec<String> = chunk.iter().map(|s| set_sql(s, true)).collect();
@@ -487,7 +538,7 @@ pub async fn tabulate(
                 lv = level_view(&multi_name, "cid, v, rec, wt"),
                 gs = gs.join(", ")
             );
-            absorb(&collect(ctx, &sql).await?, &dims, &levels, &mut multi)?;
+            absorb(ctx, &sql, &dims, &levels, &packer, 1, n, &mut acc).await?;
             stage.inc(1);
         }
     }
@@ -495,66 +546,55 @@ pub async fn tabulate(
     ctx.deregister_table(leaf_name.as_str())?;
     ctx.deregister_table(multi_name.as_str())?;
 
-    // Merge the two disjoint contributor populations.
-    for (key, m) in multi {
-        match single.get_mut(&key) {
-            Some(s) => {
-                s.freq += m.freq;
-                s.records += m.records;
-                s.value += m.value;
-                s.weight += m.weight;
-                merge_top(&mut s.top, &m.top, n);
-            }
-            None => {
-                single.insert(key, m);
-            }
-        }
-    }
-    let mut keys: Vec<Vec<u32>> = single.keys().cloned().collect();
-    keys.sort_unstable();
+    let mut entries: Vec<(u128, Acc)> = acc.into_iter().collect();
+    entries.sort_unstable_by_key(|e| e.0);
     let mut cells = Cells {
         dims,
-        coords: Vec::with_capacity(keys.len() * k),
-        freq: Vec::with_capacity(keys.len()),
-        records: Vec::with_capacity(keys.len()),
-        value: Vec::with_capacity(keys.len()),
-        weight: t.weight.as_ref().map(|_| Vec::with_capacity(keys.len())),
-        top: Vec::with_capacity(keys.len() * n),
+        coords: Vec::with_capacity(entries.len() * k),
+        freq: Vec::with_capacity(entries.len()),
+        records: Vec::with_capacity(entries.len()),
+        value: Vec::with_capacity(entries.len()),
+        weight: t.weight.as_ref().map(|_| Vec::with_capacity(entries.len())),
+        top: Vec::with_capacity(entries.len() * n),
         top_n: n,
     };
-    for key in keys {
-        let a = &single[&key];
-        cells.coords.extend_from_slice(&key);
+    for (key, a) in entries {
+        packer.unpack(key, &mut cells.coords);
         cells.freq.push(a.freq);
         cells.records.push(a.records);
         cells.value.push(a.value as f64 / SCALE_F);
         if let Some(w) = cells.weight.as_mut() {
             w.push(a.weight as f64 / SCALE_F);
         }
-        let mut top = a.top.clone();
-        top.resize(n, 0.0);
-        cells.top.extend_from_slice(&top);
+        // Unused slots stay 0 (fewer contributors than n).
+        cells.top.extend_from_slice(&a.top[..n]);
     }
     Ok(cells)
 }
 
-fn merge_top(into: &mut Vec<f64>, other: &[f64], n: usize) {
-    into.extend_from_slice(other);
-    into.sort_unstable_by(|a, b| b.total_cmp(a));
-    into.truncate(n);
-}
-
-/// Folds result batches into per-cell accumulators. The same cell can come from several
-/// grouping sets when a hierarchy is unbalanced (a shallow leaf is carried down to deeper
-/// levels); those rows describe the same records, so the first is kept.
-fn absorb(
-    batches: &[RecordBatch],
+/// Streams a roll-up query into the per-cell accumulators. `part` is the contributor
+/// population (0: single-cell, 1: multi-cell); populations are disjoint, so their statistics
+/// add. Within one population the same cell can come from several grouping sets when a
+/// hierarchy is unbalanced (a shallow leaf is carried down to deeper levels); those rows
+/// describe the same records, so only the first is kept.
+#[allow(clippy::too_many_arguments)]
+async fn absorb(
+    ctx: &SessionContext,
+    sql: &str,
     dims: &[Hierarchy],
     levels: &[Levels],
-    out: &mut HashMap<Vec<u32>, Acc>,
+    packer: &KeyPacker,
+    part: u8,
+    n: usize,
+    out: &mut HashMap<u128, Acc>,
 ) -> Result<()> {
+    use futures::StreamExt;
     let ncols: usize = levels.iter().map(|l| l.cols.len()).sum();
-    for b in batches {
+    let df = ctx.sql(sql).await.map_err(|e| engine_error(e, sql))?;
+    let mut stream = df.execute_stream().await.map_err(|e| engine_error(e, sql))?;
+    let bit = 1u8 << part;
+    while let Some(b) = stream.next().await {
+        let b = b.map_err(|e| engine_error(e, sql))?;
         let cast: Vec<arrow::array::ArrayRef> = (0..ncols)
             .map(|c| arrow::compute::cast(b.column(c), &DataType::Utf8))
             .collect::<std::result::Result<_, _>>()?;
@@ -565,9 +605,9 @@ fn absorb(
         let wt = b.column(ncols + 3).as_primitive::<Decimal128Type>();
         let top = b.column(ncols + 4).as_list::<i32>();
         for r in 0..b.num_rows() {
-            let mut key = Vec::with_capacity(dims.len());
+            let mut key = 0u128;
             let mut c0 = 0;
-            for (h, l) in dims.iter().zip(levels) {
+            for (d, (h, l)) in dims.iter().zip(levels).enumerate() {
                 let code = (c0..c0 + l.cols.len()).find(|&c| strs[c].is_valid(r)).map(|c| strs[c].value(r));
                 let node = match code {
                     None => 0,
@@ -578,23 +618,25 @@ fn absorb(
                         ))
                     })?,
                 };
-                key.push(node as u32);
+                key = packer.push(key, d, node);
                 c0 += l.cols.len();
             }
-            if out.contains_key(&key) {
+            let tv = top.value(r);
+            let tv = tv.as_primitive::<Float64Type>().values();
+            let e = out.entry(key).or_insert_with(|| Acc {
+                freq: 0,
+                records: 0,
+                value: 0,
+                weight: 0,
+                top: [0.0; topn::MAX_TOP],
+                ntop: 0,
+                parts: 0,
+            });
+            if e.parts & bit != 0 {
                 continue;
             }
-            let tv = top.value(r);
-            out.insert(
-                key,
-                Acc {
-                    freq: freq.value(r) as u64,
-                    records: rec.value(r) as u64,
-                    value: v.value(r),
-                    weight: wt.value(r),
-                    top: tv.as_primitive::<Float64Type>().values().to_vec(),
-                },
-            );
+            e.parts |= bit;
+            e.merge(freq.value(r) as u64, rec.value(r) as u64, v.value(r), wt.value(r), tv, n);
         }
     }
     Ok(())
@@ -609,5 +651,23 @@ mod tests {
         let s = grouping_sets(&[2, 1]);
         assert_eq!(s.len(), 6);
         assert!(s.contains(&vec![0, 0]) && s.contains(&vec![2, 1]));
+    }
+
+    #[test]
+    fn packed_keys_sort_like_coordinates() {
+        let spec = HierarchySpec::Levels(vec![1, 1]);
+        let codes: Vec<String> = (0..40).map(|i| format!("{}{}", i / 10, i % 10)).collect();
+        let h = Hierarchy::resolve("a", &spec, &codes).unwrap();
+        let g = Hierarchy::resolve("b", &HierarchySpec::Flat, &["x".into(), "y".into()]).unwrap();
+        let p = KeyPacker::new(&[h, g]).unwrap();
+        let coords = [[3u32, 2], [3, 0], [40, 1], [0, 2], [12, 1]];
+        let mut keys: Vec<u128> =
+            coords.iter().map(|c| p.push(p.push(0, 0, c[0] as usize), 1, c[1] as usize)).collect();
+        keys.sort_unstable();
+        let mut out = Vec::new();
+        for k in keys {
+            p.unpack(k, &mut out);
+        }
+        assert_eq!(out, vec![0, 2, 3, 0, 3, 2, 12, 1, 40, 1]);
     }
 }

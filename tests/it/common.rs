@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Float64Type, Schema, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -18,7 +18,6 @@ pub fn sdcflow() -> Command {
 /// A column for [`write_parquet`].
 pub enum Col {
     Str(&'static str, Vec<String>),
-    Int(&'static str, Vec<i64>),
     F64(&'static str, Vec<f64>),
 }
 
@@ -31,10 +30,6 @@ pub fn write_parquet(path: &Path, cols: Vec<Col>) {
             Col::Str(n, v) => {
                 fields.push(Field::new(n, DataType::Utf8, false));
                 arrays.push(Arc::new(StringArray::from(v)));
-            }
-            Col::Int(n, v) => {
-                fields.push(Field::new(n, DataType::Int64, false));
-                arrays.push(Arc::new(Int64Array::from(v)));
             }
             Col::F64(n, v) => {
                 fields.push(Field::new(n, DataType::Float64, false));
