@@ -1,6 +1,5 @@
 //! Benchmarks for nominal microaggregation.
 //! Usage: `cargo bench --profile bench-release --bench nominal -- adult <k> [dim] [methods]`, or: bench adult <k> [dim] | bench synth <rows> <share> <k> [seed] [methods]
-use std::collections::HashMap;
 use std::time::Instant;
 
 use sdcflow::microagg::nominal::synth::{generate, SyntheticSpec};
@@ -8,22 +7,7 @@ use sdcflow::microagg::nominal::*;
 
 fn adult() -> NominalData {
     let text = std::fs::read_to_string("../shared/data/adult/adult.csv").expect("adult.csv");
-    let mut dict: Vec<HashMap<String, u32>> = vec![Default::default(); 8];
-    let mut rows = Vec::new();
-    for line in text.lines().skip(1).filter(|l| !l.is_empty()) {
-        let f: Vec<&str> = line.split(';').collect();
-        let vals: Vec<&str> = f.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, v)| *v).collect();
-        rows.push(
-            vals.iter()
-                .enumerate()
-                .map(|(j, v)| {
-                    let n = dict[j].len() as u32;
-                    *dict[j].entry(v.to_string()).or_insert(n)
-                })
-                .collect::<Vec<u32>>(),
-        );
-    }
-    NominalData::from_rows(&rows).unwrap()
+    adult_from_csv(&text).expect("adult.csv has 9 columns per row")
 }
 
 fn show(label: &str, r: &NominalResult) {

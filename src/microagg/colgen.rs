@@ -380,39 +380,6 @@ mod tests {
     use crate::microagg::vmdav::vmdav;
     use crate::rng::Rng;
 
-    fn brute_force(p: &PointSet, k: usize) -> f64 {
-        fn rec(p: &PointSet, k: usize, left: Vec<usize>, acc: f64, best: &mut f64) {
-            if left.is_empty() {
-                *best = best.min(acc);
-                return;
-            }
-            let (first, rest) = (left[0], &left[1..]);
-            for mask in 0u32..(1 << rest.len()) {
-                let size = mask.count_ones() as usize + 1;
-                let others = rest.len() + 1 - size;
-                if size < k || size > 2 * k - 1 || (others > 0 && others < k) {
-                    continue;
-                }
-                let mut g = vec![first];
-                let mut o = Vec::new();
-                for (b, &i) in rest.iter().enumerate() {
-                    if (mask >> b) & 1 == 1 {
-                        g.push(i);
-                    } else {
-                        o.push(i);
-                    }
-                }
-                let c = p.group_sse(&g);
-                if acc + c < *best {
-                    rec(p, k, o, acc + c, best);
-                }
-            }
-        }
-        let mut best = f64::INFINITY;
-        rec(p, k, (0..p.len()).collect(), 0.0, &mut best);
-        best
-    }
-
     #[test]
     fn duals_follow_the_reduced_cost_convention() {
         // reduced cost c − Σλ must vanish on basic columns
@@ -449,7 +416,7 @@ mod tests {
             let k = 2 + trial % 2;
             let starts = vec![mdav(&p, k), vmdav(&p, k, 0.2)];
             let out = column_generation(&p, k, &starts, &ColGenParams::default()).unwrap();
-            let opt = brute_force(&p, k);
+            let opt = crate::microagg::geometry::brute_force_sse(&p, k);
             let lb = out.lower_bound.expect("exact pricing completes on tiny sets");
             assert!(lb <= opt + 1e-7, "bound {lb} above optimum {opt}");
             assert!(out.sse >= opt - 1e-9 && out.sse <= out.start_sse + 1e-12);

@@ -235,6 +235,43 @@ impl GroupStats {
     }
 }
 
+/// Minimum SSE over all partitions of the points into groups of size ≥ k, by exhaustive search
+/// (a test oracle for the exact and bounding methods). Groups are limited to 2k − 1 records:
+/// splitting a larger group into two of size ≥ k never increases the SSE.
+#[cfg(test)]
+pub(crate) fn brute_force_sse(p: &PointSet, k: usize) -> f64 {
+    fn rec(p: &PointSet, k: usize, left: Vec<usize>, acc: f64, best: &mut f64) {
+        if left.is_empty() {
+            *best = best.min(acc);
+            return;
+        }
+        let (first, rest) = (left[0], &left[1..]);
+        for mask in 0u32..(1 << rest.len()) {
+            let size = mask.count_ones() as usize + 1;
+            let others = rest.len() + 1 - size;
+            if size < k || size > 2 * k - 1 || (others > 0 && others < k) {
+                continue;
+            }
+            let mut g = vec![first];
+            let mut o = Vec::new();
+            for (b, &i) in rest.iter().enumerate() {
+                if (mask >> b) & 1 == 1 {
+                    g.push(i);
+                } else {
+                    o.push(i);
+                }
+            }
+            let c = p.group_sse(&g);
+            if acc + c < *best {
+                rec(p, k, o, acc + c, best);
+            }
+        }
+    }
+    let mut best = f64::INFINITY;
+    rec(p, k, (0..p.len()).collect(), 0.0, &mut best);
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

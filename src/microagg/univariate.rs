@@ -67,39 +67,6 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
 
-    /// Minimum SSE over all partitions of `0..n` into groups of size >= k (brute force).
-    fn brute_force(p: &PointSet, k: usize) -> f64 {
-        fn rec(p: &PointSet, k: usize, left: Vec<usize>, acc: f64, best: &mut f64) {
-            if left.is_empty() {
-                *best = best.min(acc);
-                return;
-            }
-            let first = left[0];
-            let rest = &left[1..];
-            // choose the group containing `first`: all subsets of rest of size >= k-1
-            let m = rest.len();
-            for mask in 0u32..(1 << m) {
-                let size = mask.count_ones() as usize + 1;
-                if size < k || (m + 1 > size && m + 1 - size < k) {
-                    continue;
-                }
-                let mut g = vec![first];
-                let mut others = Vec::new();
-                for (b, &i) in rest.iter().enumerate() {
-                    if (mask >> b) & 1 == 1 {
-                        g.push(i);
-                    } else {
-                        others.push(i);
-                    }
-                }
-                rec(p, k, others, acc + p.group_sse(&g), best);
-            }
-        }
-        let mut best = f64::INFINITY;
-        rec(p, k, (0..p.len()).collect(), 0.0, &mut best);
-        best
-    }
-
     #[test]
     fn matches_brute_force_on_small_inputs() {
         let mut rng = Rng::new(11);
@@ -111,7 +78,7 @@ mod tests {
             let p = PointSet::new(1, &coords, Some(&w));
             let g = univariate_optimal(&p, k);
             assert!(crate::microagg::geometry::is_k_partition(&g, n, k, 2 * k - 1));
-            let bf = brute_force(&p, k);
+            let bf = crate::microagg::geometry::brute_force_sse(&p, k);
             assert!((p.partition_sse(&g) - bf).abs() < 1e-9, "n={n} k={k}");
         }
     }

@@ -416,6 +416,32 @@ pub struct NominalResult {
     pub report: NominalReport,
 }
 
+/// Parses the UCI Adult CSV as shipped in `shared/data/adult` (`;`-separated, header line)
+/// into its 8 nominal attributes (every column but `age`), coding values per column in order of
+/// first appearance. Used by the Adult tests and benchmarks.
+pub fn adult_from_csv(text: &str) -> Result<NominalData, NominalError> {
+    let mut dict: Vec<std::collections::HashMap<String, u32>> = Vec::new();
+    let mut rows = Vec::new();
+    for line in text.lines().skip(1).filter(|l| !l.is_empty()) {
+        let codes = line
+            .split(';')
+            .enumerate()
+            .filter(|(i, _)| *i != 1)
+            .enumerate()
+            .map(|(j, (_, v))| {
+                if j >= dict.len() {
+                    dict.resize_with(j + 1, Default::default);
+                }
+                let d = &mut dict[j];
+                let n = d.len() as u32;
+                *d.entry(v.to_string()).or_insert(n)
+            })
+            .collect::<Vec<u32>>();
+        rows.push(codes);
+    }
+    NominalData::from_rows(&rows)
+}
+
 /// Expands [`ControlTables`] into sorted attribute lists, checking them.
 pub fn control_table_list(control: &ControlTables, m: usize) -> Result<Vec<Vec<usize>>, NominalError> {
     match control {
@@ -677,7 +703,7 @@ mod tests {
             eprintln!("skipping: {path} not found");
             return;
         };
-        let data = adult_from_csv(&text);
+        let data = adult_from_csv(&text).unwrap();
         assert_eq!(data.n_rows(), 30162);
         let mut p = params(3, RepresentativeMethod::Greedy);
         p.options.clustering = ClusteringMethod::LocalSearch; // windows are slow at opt-level 1
@@ -687,25 +713,5 @@ mod tests {
         assert!(own.report.verify.min_class_size >= 3);
         assert_eq!(own.report.verify.new_combination_rows, 0);
         assert!(own.report.control_chi2 < rnd.report.control_chi2);
-    }
-
-    /// Parses the Adult CSV (`;`-separated, header) into the 8 nominal attributes (all but age).
-    pub(crate) fn adult_from_csv(text: &str) -> NominalData {
-        let mut dict: Vec<std::collections::HashMap<String, u32>> = vec![Default::default(); 8];
-        let mut rows = Vec::new();
-        for line in text.lines().skip(1).filter(|l| !l.is_empty()) {
-            let f: Vec<&str> = line.split(';').collect();
-            let vals: Vec<&str> = f.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, v)| *v).collect();
-            rows.push(
-                vals.iter()
-                    .enumerate()
-                    .map(|(j, v)| {
-                        let n = dict[j].len() as u32;
-                        *dict[j].entry(v.to_string()).or_insert(n)
-                    })
-                    .collect::<Vec<u32>>(),
-            );
-        }
-        NominalData::from_rows(&rows).unwrap()
     }
 }
