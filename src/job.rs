@@ -161,8 +161,6 @@ pub struct EngineSpec {
     /// Memory limit for the query engine in MiB; beyond it operators spill to disk (default:
     /// no limit).
     pub memory_limit_mb: Option<usize>,
-    /// Grouping sets evaluated per query (default 256): bounds the memory of one roll-up pass.
-    pub grouping_sets_per_query: Option<usize>,
 }
 
 /// Secondary suppression methods known to this build.
@@ -238,8 +236,6 @@ pub struct Job {
     pub target_partitions: usize,
     /// Engine memory limit in bytes.
     pub memory_limit: Option<usize>,
-    /// Grouping sets per roll-up query.
-    pub grouping_sets_per_query: usize,
 }
 
 impl Job {
@@ -405,8 +401,8 @@ impl Job {
                 EngineMode::Local
             }
         };
-        if e.target_partitions == Some(0) || e.grouping_sets_per_query == Some(0) {
-            errs.push(jerr("engine: target_partitions and grouping_sets_per_query must be ≥ 1".into()));
+        if e.target_partitions == Some(0) {
+            errs.push(jerr("engine: target_partitions must be ≥ 1".into()));
         }
         Error::collect(errs)?;
         Ok(Job {
@@ -423,7 +419,6 @@ impl Job {
                 .target_partitions
                 .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
             memory_limit: e.memory_limit_mb.map(|m| m * 1024 * 1024),
-            grouping_sets_per_query: e.grouping_sets_per_query.unwrap_or(256),
         })
     }
 }

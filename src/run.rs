@@ -24,7 +24,7 @@ use crate::progress::Progress;
 use crate::report::{Report, TableReport};
 use crate::rules::CellFacts;
 use crate::table::CellStatus;
-use crate::tabulate::{self, Cells, TableQuery, TabulateOptions};
+use crate::tabulate::{self, Cells, TableQuery};
 
 /// A tabulated table with its primary statuses and protection levels.
 #[derive(Debug, Clone)]
@@ -79,10 +79,6 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     engine::register_microdata(&ctx, &job.microdata, job.csv_delimiter).await?;
     let last_view = engine::run_preludes(&ctx, &job.sql).await?;
     let staging = Staging::new(&output)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("sdcflow-scratch-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let mut report = Report {
         sdcflow_version: env!("CARGO_PKG_VERSION").into(),
         input: job.microdata.clone(),
@@ -115,13 +111,8 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
             top_n: t.safety.top_needed(),
             require_nonnegative: t.safety.has_dominance(),
         };
-        let opts = TabulateOptions {
-            grouping_sets_per_query: job.grouping_sets_per_query,
-            mode: mode.clone(),
-            scratch: scratch.path().to_path_buf(),
-        };
         let start = Instant::now();
-        let cells = tabulate::tabulate(&ctx, &query, &hierarchies, &opts, progress).await?;
+        let cells = tabulate::tabulate(&ctx, &query, &hierarchies, progress).await?;
         timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
         let start = Instant::now();
         let mut assessed = assess(t, cells);

@@ -50,7 +50,7 @@ JOB_KEYS = {
     "microaggregation": {"name", "variables", "k", "kind", "method", "strata", "weight", "standardise", "seed",
                          "gamma", "control", "control_tables", "source"},
     "output": {"dir"},
-    "engine": {"mode", "cluster", "target_partitions", "memory_limit_mb", "grouping_sets_per_query"},
+    "engine": {"mode", "cluster", "target_partitions", "memory_limit_mb"},
 }
 
 problems = []

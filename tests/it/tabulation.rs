@@ -52,8 +52,6 @@ response = "salary"
 contributor = "ent_id"
 safety = "NK(1,85)|FREQ(3,10)"
 secondary = {{ method = "none" }}
-[engine]
-grouping_sets_per_query = 7
 [output]
 dir = "{out}"
 "#,

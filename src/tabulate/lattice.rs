@@ -1,0 +1,551 @@
+//! The roll-up of contributions over every combination of hierarchy levels (the cell lattice).
+//!
+//! A cell is one node per explanatory variable. A contribution in leaf cell `(l₀, …, lₖ₋₁)`
+//! counts in every cell whose node of each dimension is `lᵢ` or one of its ancestors: the
+//! product of the ancestor chains. Per cell we need the number of distinct contributors and
+//! the largest per-contributor totals, so the same contributor must be counted once per cell
+//! even when several of its leaf cells roll up into it. That is what makes per-contributor
+//! tables expensive in SQL: `GROUPING SETS ((…, contributor))` materialises every
+//! (cell, contributor) pair of every grouping set before counting them.
+//!
+//! Here the cells are produced in **shards**: shard `n` holds the cells whose first dimension is
+//! exactly node `n`. Its inputs are the pairs whose first-dimension leaf lies in the subtree of
+//! `n` (one contiguous range, because nodes are numbered in pre-order), with that coordinate
+//! replaced by `n`. Within a shard each contributor's pairs are rolled up the remaining
+//! dimensions one at a time, merging duplicates after each dimension, so a contributor
+//! reaches each of its cells exactly once and is then folded into the shard's cell map
+//! (`freq + 1`, sums, top-N insert). Consequences:
+//! - every (cell, contributor) pair is computed exactly once and never stored globally;
+//! - memory is bounded by the largest shard's cells, not by the table;
+//! - shards are independent (run in parallel) and come out in key order, because the first
+//!   dimension occupies the highest bits of the packed cell key: concatenating sorted shards
+//!   in node order sorts the whole table;
+//! - results are exact (integer sums; top-N is a multiset) and so do not depend on thread
+//!   count or arrival order.
+//!
+//! Tables without a contributor variable count records: their leaf cells arrive already
+//! summarised (count, sums, top-N of the records), and the roll-up merges those summaries.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::hierarchy::Hierarchy;
+
+/// No parent (the total).
+const ROOT: u32 = u32::MAX;
+
+/// A multiply-xorshift hasher for packed cell keys (already well spread in the low bits).
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+    fn write_u128(&mut self, k: u128) {
+        self.0 = (k as u64) ^ ((k >> 64) as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    }
+}
+
+type KeyMap<V> = HashMap<u128, V, BuildHasherDefault<KeyHasher>>;
+
+/// One explanatory variable: its tree in pre-order and its bits in the packed key.
+#[derive(Debug, Clone)]
+struct Dim {
+    /// Parent of each node ([`ROOT`] for the total).
+    parent: Vec<u32>,
+    /// Subtree of node `n` = nodes `n .. end[n]` (pre-order).
+    end: Vec<u32>,
+    shift: u32,
+    mask: u128,
+}
+
+/// The cell lattice of a table: how node coordinates pack into one sortable integer key, and
+/// how each node rolls up.
+#[derive(Debug, Clone)]
+pub struct Lattice {
+    dims: Vec<Dim>,
+}
+
+impl Lattice {
+    /// Builds the lattice of the hierarchies `dims` (table order). Keys put dimension 0 in the
+    /// highest bits, so key order is the lexicographic order of coordinates.
+    pub fn new(dims: &[Hierarchy]) -> Result<Self> {
+        let bits: Vec<u32> = dims.iter().map(|h| (usize::BITS - h.len().leading_zeros()).max(1)).collect();
+        if bits.iter().sum::<u32>() > 128 {
+            return Err(Error::data(
+                "tabulation",
+                "too many codes across the explanatory variables (cell keys exceed 128 bits)",
+            ));
+        }
+        let mut shift = bits.iter().sum::<u32>();
+        let dims = dims
+            .iter()
+            .zip(&bits)
+            .map(|(h, &b)| {
+                shift -= b;
+                let nodes = h.nodes();
+                let parent: Vec<u32> = nodes.iter().map(|n| n.parent.map_or(ROOT, |p| p as u32)).collect();
+                let mut end: Vec<u32> = (1..=nodes.len() as u32).collect();
+                for i in (0..nodes.len()).rev() {
+                    for &c in &nodes[i].children {
+                        end[i] = end[i].max(end[c]);
+                    }
+                }
+                Dim { parent, end, shift, mask: (1u128 << b) - 1 }
+            })
+            .collect();
+        Ok(Self { dims })
+    }
+
+    /// Number of dimensions.
+    pub fn len(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// Whether the table has no dimension.
+    pub fn is_empty(&self) -> bool {
+        self.dims.is_empty()
+    }
+
+    /// The packed key of a cell given one node per dimension.
+    pub fn key(&self, coords: &[u32]) -> u128 {
+        coords.iter().zip(&self.dims).fold(0u128, |k, (&n, d)| k | ((n as u128) << d.shift))
+    }
+
+    /// Appends the node coordinates of `key` to `out`.
+    pub fn unpack(&self, key: u128, out: &mut Vec<u32>) {
+        out.extend(self.dims.iter().map(|d| self.node_of(key, d)));
+    }
+
+    fn node_of(&self, key: u128, d: &Dim) -> u32 {
+        ((key >> d.shift) & d.mask) as u32
+    }
+
+    fn with_node(key: u128, d: &Dim, node: u32) -> u128 {
+        (key & !(d.mask << d.shift)) | ((node as u128) << d.shift)
+    }
+}
+
+/// Sums of one contributor in one cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Share {
+    /// Σ response (× 10^scale, exact).
+    pub value: i128,
+    /// Σ weight (× 10^scale, exact).
+    pub weight: i128,
+    /// Records.
+    pub records: u64,
+}
+
+impl Share {
+    fn add(&mut self, o: &Share) {
+        self.value += o.value;
+        self.weight += o.weight;
+        self.records += o.records;
+    }
+}
+
+/// Statistics of one cell: `N` is the capacity of the top list (≥ the table's top-N).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellStats<const N: usize> {
+    /// Contributors.
+    pub freq: u64,
+    /// Records.
+    pub records: u64,
+    /// Σ response (× 10^scale).
+    pub value: i128,
+    /// Σ weight (× 10^scale).
+    pub weight: i128,
+    /// Largest contributions, descending; entries past `ntop` are unused.
+    pub top: [f64; N],
+    /// Used entries of `top`.
+    pub ntop: u8,
+}
+
+impl<const N: usize> Default for CellStats<N> {
+    fn default() -> Self {
+        Self { freq: 0, records: 0, value: 0, weight: 0, top: [0.0; N], ntop: 0 }
+    }
+}
+
+impl<const N: usize> CellStats<N> {
+    /// Inserts one contribution into the descending top list (kept at `N` entries).
+    fn push_top(&mut self, x: f64) {
+        let n = self.ntop as usize;
+        let mut i = n.min(N);
+        while i > 0 && self.top[i - 1] < x {
+            if i < N {
+                self.top[i] = self.top[i - 1];
+            }
+            i -= 1;
+        }
+        if i < N {
+            self.top[i] = x;
+            self.ntop = (n + 1).min(N) as u8;
+        }
+    }
+
+    /// Counts one more contributor with its share of this cell.
+    fn add_contributor(&mut self, s: &Share, scale: f64) {
+        self.freq += 1;
+        self.records += s.records;
+        self.value += s.value;
+        self.weight += s.weight;
+        self.push_top(s.value as f64 / scale);
+    }
+
+    /// Adds the statistics of a disjoint set of contributors.
+    pub fn merge(&mut self, o: &Self) {
+        self.freq += o.freq;
+        self.records += o.records;
+        self.value += o.value;
+        self.weight += o.weight;
+        for &x in &o.top[..o.ntop as usize] {
+            self.push_top(x);
+        }
+    }
+}
+
+/// Something that can be rolled up: a contributor's share, or a cell summary.
+trait Part: Copy + Send + Sync {
+    fn absorb(&mut self, other: &Self);
+}
+
+impl Part for Share {
+    fn absorb(&mut self, other: &Self) {
+        self.add(other);
+    }
+}
+
+impl<const N: usize> Part for CellStats<N> {
+    fn absorb(&mut self, other: &Self) {
+        self.merge(other);
+    }
+}
+
+/// (leaf cell, contributor) pairs from the contributor pre-aggregation.
+#[derive(Debug, Default, Clone)]
+pub struct Pairs {
+    /// Packed leaf-cell key.
+    pub leaf: Vec<u128>,
+    /// Contributor number (any numbering: only equality matters).
+    pub contributor: Vec<u32>,
+    /// The contributor's sums in that leaf cell.
+    pub share: Vec<Share>,
+}
+
+impl Pairs {
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.leaf.len()
+    }
+
+    /// Whether there are no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.leaf.is_empty()
+    }
+}
+
+/// The shards: one per node of dimension 0, each a range of `order` (pair indices sorted by
+/// their dimension-0 leaf) — the pairs under that node.
+fn shards(lat: &Lattice, leaf: &[u128]) -> (Vec<u32>, Vec<(u32, usize, usize)>) {
+    let d0 = &lat.dims[0];
+    let mut order: Vec<u32> = (0..leaf.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| lat.node_of(leaf[i as usize], d0));
+    let node_at = |p: usize| lat.node_of(leaf[order[p] as usize], d0);
+    let lower = |n: u32| {
+        let (mut lo, mut hi) = (0, order.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if node_at(mid) < n {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let ranges = (0..d0.parent.len() as u32)
+        .map(|n| (n, lower(n), lower(d0.end[n as usize])))
+        .filter(|&(_, lo, hi)| hi > lo)
+        .collect();
+    (order, ranges)
+}
+
+/// Rolls `items` (keys with their parts) up dimensions `1..`: afterwards `items` holds every
+/// cell reached, once, with the merged part. `items` must be free of duplicate keys.
+fn roll_up<P: Part>(lat: &Lattice, items: &mut Vec<(u128, P)>) {
+    for d in &lat.dims[1..] {
+        let n = items.len();
+        for i in 0..n {
+            let (key, part) = items[i];
+            let mut a = d.parent[lat.node_of(key, d) as usize];
+            while a != ROOT {
+                items.push((Lattice::with_node(key, d, a), part));
+                a = d.parent[a as usize];
+            }
+        }
+        dedup(items);
+    }
+}
+
+/// Sorts by key and merges parts of equal keys.
+fn dedup<P: Part>(items: &mut Vec<(u128, P)>) {
+    items.sort_unstable_by_key(|x| x.0);
+    let mut w = 0;
+    for r in 0..items.len() {
+        if w > 0 && items[w - 1].0 == items[r].0 {
+            let p = items[r].1;
+            items[w - 1].1.absorb(&p);
+        } else {
+            items[w] = items[r];
+            w += 1;
+        }
+    }
+    items.truncate(w);
+}
+
+/// Calls `f` for every cell of the product of ancestor chains of `key` over dimensions `d..`.
+fn each_ancestor_cell(lat: &Lattice, key: u128, d: usize, f: &mut impl FnMut(u128)) {
+    let Some(dim) = lat.dims.get(d) else {
+        f(key);
+        return;
+    };
+    let mut node = lat.node_of(key, dim);
+    loop {
+        each_ancestor_cell(lat, Lattice::with_node(key, dim, node), d + 1, f);
+        node = dim.parent[node as usize];
+        if node == ROOT {
+            break;
+        }
+    }
+}
+
+/// The cells of one shard, sorted by key, from the pairs `idx` (all under `node` in dimension 0).
+fn contributor_shard<const N: usize>(
+    lat: &Lattice,
+    pairs: &Pairs,
+    node: u32,
+    idx: &[u32],
+    scale: f64,
+) -> Vec<(u128, CellStats<N>)> {
+    let d0 = &lat.dims[0];
+    let mut by_contributor: Vec<u32> = idx.to_vec();
+    by_contributor.sort_unstable_by_key(|&i| pairs.contributor[i as usize]);
+    let mut cells: KeyMap<CellStats<N>> = KeyMap::default();
+    let mut items: Vec<(u128, Share)> = Vec::new();
+    for group in by_contributor.chunk_by(|&a, &b| pairs.contributor[a as usize] == pairs.contributor[b as usize]) {
+        if let [i] = group {
+            // One leaf cell: its ancestor cells are all distinct, no merging needed.
+            let i = *i as usize;
+            let share = pairs.share[i];
+            let key = Lattice::with_node(pairs.leaf[i], d0, node);
+            each_ancestor_cell(lat, key, 1, &mut |k| cells.entry(k).or_default().add_contributor(&share, scale));
+            continue;
+        }
+        items.clear();
+        items.extend(group.iter().map(|&i| (Lattice::with_node(pairs.leaf[i as usize], d0, node), pairs.share[i as usize])));
+        dedup(&mut items);
+        roll_up(lat, &mut items);
+        for (k, s) in &items {
+            cells.entry(*k).or_default().add_contributor(s, scale);
+        }
+    }
+    let mut out: Vec<(u128, CellStats<N>)> = cells.into_iter().collect();
+    out.sort_unstable_by_key(|x| x.0);
+    out
+}
+
+/// Every nonempty cell of a table with contributors, sorted by key, with at most `N` top
+/// contributions each. `scale` converts the exact sums to numbers (10^scale).
+pub fn roll_up_pairs<const N: usize>(lat: &Lattice, pairs: &Pairs, scale: f64) -> Vec<(u128, CellStats<N>)> {
+    if lat.is_empty() || pairs.is_empty() {
+        return Vec::new();
+    }
+    let (order, ranges) = shards(lat, &pairs.leaf);
+    let parts: Vec<Vec<(u128, CellStats<N>)>> = ranges
+        .par_iter()
+        .map(|&(node, lo, hi)| contributor_shard::<N>(lat, pairs, node, &order[lo..hi], scale))
+        .collect();
+    concat(parts)
+}
+
+/// Every nonempty cell of a table whose leaf cells arrive summarised (no contributor
+/// variable: each record is a contributor), sorted by key.
+pub fn roll_up_leaf_cells<const N: usize>(lat: &Lattice, leaves: &[(u128, CellStats<N>)]) -> Vec<(u128, CellStats<N>)> {
+    if lat.is_empty() || leaves.is_empty() {
+        return Vec::new();
+    }
+    let keys: Vec<u128> = leaves.iter().map(|x| x.0).collect();
+    let (order, ranges) = shards(lat, &keys);
+    let d0 = &lat.dims[0];
+    let parts: Vec<Vec<(u128, CellStats<N>)>> = ranges
+        .par_iter()
+        .map(|&(node, lo, hi)| {
+            let mut items: Vec<(u128, CellStats<N>)> = order[lo..hi]
+                .iter()
+                .map(|&i| {
+                    let (k, s) = leaves[i as usize];
+                    (Lattice::with_node(k, d0, node), s)
+                })
+                .collect();
+            dedup(&mut items);
+            roll_up(lat, &mut items);
+            items
+        })
+        .collect();
+    concat(parts)
+}
+
+fn concat<T>(parts: Vec<Vec<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for p in parts {
+        out.extend(p);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::HierarchySpec;
+    use std::collections::BTreeMap;
+
+    fn dims() -> Vec<Hierarchy> {
+        let geo: Vec<String> = ["1a", "1b", "2a", "3c", "3d"].iter().map(|s| s.to_string()).collect();
+        let sex: Vec<String> = ["f", "m"].iter().map(|s| s.to_string()).collect();
+        let age: Vec<String> = ["x", "y", "z"].iter().map(|s| s.to_string()).collect();
+        vec![
+            Hierarchy::resolve("geo", &HierarchySpec::Levels(vec![1, 1]), &geo).unwrap(),
+            Hierarchy::resolve("sex", &HierarchySpec::Flat, &sex).unwrap(),
+            Hierarchy::resolve("age", &HierarchySpec::Flat, &age).unwrap(),
+        ]
+    }
+
+    fn chain(h: &Hierarchy, n: usize) -> Vec<usize> {
+        let mut c = vec![n];
+        while let Some(p) = h.parent(*c.last().unwrap()) {
+            c.push(p);
+        }
+        c
+    }
+
+    /// Brute force: every (cell, contributor) pair by explicit set membership.
+    fn brute(dims: &[Hierarchy], recs: &[([usize; 3], u32, i128)]) -> BTreeMap<Vec<u32>, (u64, i128, Vec<f64>)> {
+        let mut per: BTreeMap<(Vec<u32>, u32), i128> = BTreeMap::new();
+        for (leaf, c, v) in recs {
+            for a in chain(&dims[0], leaf[0]) {
+                for b in chain(&dims[1], leaf[1]) {
+                    for d in chain(&dims[2], leaf[2]) {
+                        *per.entry((vec![a as u32, b as u32, d as u32], *c)).or_default() += v;
+                    }
+                }
+            }
+        }
+        let mut out: BTreeMap<Vec<u32>, (u64, i128, Vec<f64>)> = BTreeMap::new();
+        for ((cell, _), v) in per {
+            let e = out.entry(cell).or_default();
+            e.0 += 1;
+            e.1 += v;
+            e.2.push(v as f64);
+        }
+        for e in out.values_mut() {
+            e.2.sort_by(|a, b| b.total_cmp(a));
+            e.2.truncate(2);
+        }
+        out
+    }
+
+    #[test]
+    fn contributor_roll_up_matches_brute_force() {
+        let dims = dims();
+        let lat = Lattice::new(&dims).unwrap();
+        let mut rng = crate::rng::Rng::new(7);
+        let leaves: Vec<usize> = dims[0].leaves().collect();
+        let mut recs = Vec::new();
+        for _ in 0..300 {
+            let leaf = [
+                leaves[rng.below(leaves.len() as u64) as usize],
+                1 + rng.below(2) as usize,
+                1 + rng.below(3) as usize,
+            ];
+            recs.push((leaf, rng.below(25) as u32, 1 + rng.below(1000) as i128));
+        }
+        // Pre-aggregate per (leaf, contributor) as the SQL does.
+        let mut base: BTreeMap<(u128, u32), Share> = BTreeMap::new();
+        for (leaf, c, v) in &recs {
+            let key = lat.key(&leaf.map(|x| x as u32));
+            base.entry((key, *c)).or_default().add(&Share { value: *v, weight: 0, records: 1 });
+        }
+        let mut pairs = Pairs::default();
+        for ((k, c), s) in base {
+            pairs.leaf.push(k);
+            pairs.contributor.push(c);
+            pairs.share.push(s);
+        }
+        let got = roll_up_pairs::<2>(&lat, &pairs, 1.0);
+        let want = brute(&dims, &recs);
+        assert_eq!(got.len(), want.len());
+        assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "cells come out sorted");
+        for ((key, s), (cell, (freq, value, top))) in got.iter().zip(&want) {
+            let mut coords = Vec::new();
+            lat.unpack(*key, &mut coords);
+            assert_eq!(&coords, cell);
+            assert_eq!((s.freq, s.value), (*freq, *value), "cell {cell:?}");
+            assert_eq!(&s.top[..s.ntop as usize], &top[..], "cell {cell:?}");
+        }
+        assert_eq!(got.iter().map(|x| x.1.records).max(), Some(300), "the grand total has every record");
+    }
+
+    #[test]
+    fn leaf_summaries_roll_up_like_records() {
+        let dims = dims();
+        let lat = Lattice::new(&dims).unwrap();
+        let leaves: Vec<usize> = dims[0].leaves().collect();
+        let mut rng = crate::rng::Rng::new(3);
+        let mut recs = Vec::new();
+        for i in 0..200u32 {
+            let leaf = [
+                leaves[rng.below(leaves.len() as u64) as usize],
+                1 + rng.below(2) as usize,
+                1 + rng.below(3) as usize,
+            ];
+            recs.push((leaf, i, 1 + rng.below(500) as i128));
+        }
+        let mut by_leaf: BTreeMap<u128, CellStats<2>> = BTreeMap::new();
+        for (leaf, _, v) in &recs {
+            let key = lat.key(&leaf.map(|x| x as u32));
+            by_leaf.entry(key).or_default().add_contributor(&Share { value: *v, weight: 0, records: 1 }, 1.0);
+        }
+        let leaf_cells: Vec<(u128, CellStats<2>)> = by_leaf.into_iter().collect();
+        let got = roll_up_leaf_cells(&lat, &leaf_cells);
+        let want = brute(&dims, &recs);
+        assert_eq!(got.len(), want.len());
+        for ((_, s), (cell, (freq, value, top))) in got.iter().zip(&want) {
+            assert_eq!((s.freq, s.records, s.value), (*freq, *freq, *value), "cell {cell:?}");
+            assert_eq!(&s.top[..s.ntop as usize], &top[..], "cell {cell:?}");
+        }
+    }
+
+    #[test]
+    fn top_list_keeps_the_largest_in_order() {
+        let mut s = CellStats::<3>::default();
+        for x in [5.0, 1.0, 9.0, 7.0, 9.0, -2.0] {
+            s.push_top(x);
+        }
+        assert_eq!((s.ntop, s.top), (3, [9.0, 9.0, 7.0]));
+        let mut t = CellStats::<3>::default();
+        t.push_top(-1.0);
+        assert_eq!((t.ntop, t.top[0]), (1, -1.0));
+    }
+}
