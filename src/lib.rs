@@ -34,6 +34,7 @@ pub mod masking;
 pub mod microagg;
 pub mod output;
 pub mod progress;
+pub mod publish;
 pub mod report;
 pub mod rng;
 pub mod rules;

@@ -6,21 +6,15 @@
 //! published.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
-
-use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt64Array};
-use arrow::datatypes::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
 
 use crate::engine::{self, EngineOptions};
 use crate::error::{Error, Result};
+use crate::hierarchy::Hierarchy;
 use crate::job::{EngineMode, Job, TableJob, TableSource};
 use crate::output::Staging;
 use crate::progress::Progress;
+use crate::publish::{TableWriter, Tally};
 use crate::report::{Report, TableReport};
 use crate::rules::CellFacts;
 use crate::table::CellStatus;
@@ -111,34 +105,59 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
             top_n: t.safety.top_needed(),
             require_nonnegative: t.safety.has_dominance(),
         };
-        let start = Instant::now();
-        let cells = tabulate::tabulate(&ctx, &query, &hierarchies, progress).await?;
-        timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
-        let start = Instant::now();
-        let mut assessed = assess(t, cells);
-        timings.insert("primary".to_string(), start.elapsed().as_secs_f64());
-        let mut protection = None;
-        if t.secondary != "none" {
-            let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
-            let start = Instant::now();
-            protection = Some(crate::secondary::protect(&t.name, &mut assessed, &t.secondary, t.seed, t.time_limit_s)?);
-            timings.insert("secondary".to_string(), start.elapsed().as_secs_f64());
-            stage.finish();
-        } else {
+        let dir = staging.dir().join(&t.name);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let (tally, dims, protection) = if t.secondary == "none" {
             let w = format!(
                 "table `{}`: secondary = \"none\": primaries are suppressed but the table is NOT protected against recalculation from totals",
                 t.name
             );
             progress.warn(&w);
             report.warnings.push(w);
-        }
-        let start = Instant::now();
-        let dir = staging.dir().join(&t.name);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        write_cells_parquet(&dir.join("cells.parquet"), t, &assessed)?;
-        write_published_csv(&dir.join("published.csv"), t, &assessed)?;
-        timings.insert("write".to_string(), start.elapsed().as_secs_f64());
-        report.tables.push(table_report(t, &assessed, protection.as_ref(), timings));
+            // Nothing needs the whole table: assess and write each chunk as it is tabulated.
+            let start = Instant::now();
+            let mut writer: Option<TableWriter> = None;
+            let mut publish_s = 0.0;
+            let empty = tabulate::tabulate_streaming(&ctx, &query, &hierarchies, progress, &mut |chunk| {
+                let start = Instant::now();
+                let a = assess(t, chunk);
+                if writer.is_none() {
+                    writer = Some(TableWriter::create(&dir, &t.explanatory, &a.cells.dims, a.cells.weight.is_some())?);
+                }
+                writer.as_mut().expect("created above").write(&a)?;
+                publish_s += start.elapsed().as_secs_f64();
+                Ok(())
+            })
+            .await?;
+            let writer = match writer {
+                Some(w) => w,
+                None => TableWriter::create(&dir, &t.explanatory, &empty.dims, empty.weight.is_some())?,
+            };
+            let tally = writer.finish()?;
+            timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64() - publish_s);
+            timings.insert("primary_and_write".to_string(), publish_s);
+            (tally, empty.dims, None)
+        } else {
+            let start = Instant::now();
+            let cells = tabulate::tabulate(&ctx, &query, &hierarchies, progress).await?;
+            timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
+            let start = Instant::now();
+            let mut assessed = assess(t, cells);
+            timings.insert("primary".to_string(), start.elapsed().as_secs_f64());
+            let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
+            let start = Instant::now();
+            let protection = crate::secondary::protect(&t.name, &mut assessed, &t.secondary, t.seed, t.time_limit_s)?;
+            timings.insert("secondary".to_string(), start.elapsed().as_secs_f64());
+            stage.finish();
+            let start = Instant::now();
+            let c = &assessed.cells;
+            let mut writer = TableWriter::create(&dir, &t.explanatory, &c.dims, c.weight.is_some())?;
+            writer.write(&assessed)?;
+            let tally = writer.finish()?;
+            timings.insert("write".to_string(), start.elapsed().as_secs_f64());
+            (tally, assessed.cells.dims, Some(protection))
+        };
+        report.tables.push(table_report(t, &tally, &dims, protection.as_ref(), timings));
     }
     for m in &job.microaggregations {
         let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress).await?;
@@ -153,28 +172,22 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
 
 fn table_report(
     t: &TableJob,
-    a: &AssessedTable,
+    tally: &Tally,
+    dims: &[Hierarchy],
     p: Option<&crate::suppress::Protection>,
     timings: BTreeMap<String, f64>,
 ) -> TableReport {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for s in &a.status {
-        *counts.entry(s.letter().to_string()).or_default() += 1;
-    }
-    let total: f64 = a.cells.value.iter().map(|v| v.abs()).sum();
-    let suppressed: f64 =
-        a.status.iter().zip(&a.cells.value).filter(|(s, _)| s.is_suppressed()).map(|(_, v)| v.abs()).sum();
     TableReport {
         name: t.name.clone(),
         explanatory: t.explanatory.clone(),
         response: t.response.clone(),
         safety: t.safety.text.clone(),
-        codes_per_variable: a.cells.dims.iter().map(|h| (h.variable().to_string(), h.len())).collect(),
-        cells: a.cells.len(),
-        primaries: counts.get("U").copied().unwrap_or(0),
-        secondaries: counts.get("M").copied().unwrap_or(0),
-        status_counts: counts,
-        suppressed_value_share: if total > 0.0 { suppressed / total } else { 0.0 },
+        codes_per_variable: dims.iter().map(|h| (h.variable().to_string(), h.len())).collect(),
+        cells: tally.cells,
+        primaries: tally.count("U"),
+        secondaries: tally.count("M"),
+        status_counts: tally.status_counts.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        suppressed_value_share: tally.suppressed_share(),
         method: t.secondary.clone(),
         protected_against_recalculation: p.is_some(),
         audit: match p {
@@ -190,78 +203,4 @@ fn table_report(
         files: vec![format!("{}/cells.parquet", t.name), format!("{}/published.csv", t.name)],
         timings_s: timings,
     }
-}
-
-/// Arrow batch of the cells in the table-output contract column order.
-pub fn cells_batch(t: &TableJob, a: &AssessedTable) -> Result<RecordBatch> {
-    let c = &a.cells;
-    let mut fields = Vec::new();
-    let mut cols: Vec<ArrayRef> = Vec::new();
-    for (d, h) in c.dims.iter().enumerate() {
-        fields.push(Field::new(h.variable(), DataType::Utf8, false));
-        let k = c.dims.len();
-        cols.push(Arc::new(StringArray::from_iter_values((0..c.len()).map(|i| h.code(c.coords[i * k + d] as usize)))));
-    }
-    let f64col = |v: Vec<f64>| -> ArrayRef { Arc::new(Float64Array::from(v)) };
-    fields.push(Field::new("freq", DataType::UInt64, false));
-    cols.push(Arc::new(UInt64Array::from(c.freq.clone())));
-    fields.push(Field::new("value", DataType::Float64, false));
-    cols.push(f64col(c.value.clone()));
-    fields.push(Field::new("top1", DataType::Float64, false));
-    cols.push(f64col((0..c.len()).map(|i| c.tops(i)[0]).collect()));
-    fields.push(Field::new("top2", DataType::Float64, false));
-    cols.push(f64col((0..c.len()).map(|i| c.tops(i)[1]).collect()));
-    fields.push(Field::new("status", DataType::Utf8, false));
-    cols.push(Arc::new(StringArray::from_iter_values(a.status.iter().map(|s| s.letter()))));
-    fields.push(Field::new("lpl", DataType::Float64, false));
-    cols.push(f64col(a.lpl.clone()));
-    fields.push(Field::new("upl", DataType::Float64, false));
-    cols.push(f64col(a.upl.clone()));
-    fields.push(Field::new("records", DataType::UInt64, false));
-    cols.push(Arc::new(UInt64Array::from(c.records.clone())));
-    if let Some(w) = &c.weight {
-        fields.push(Field::new("weight", DataType::Float64, false));
-        cols.push(f64col(w.clone()));
-    }
-    let _ = t;
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
-}
-
-fn write_cells_parquet(path: &Path, t: &TableJob, a: &AssessedTable) -> Result<()> {
-    let batch = cells_batch(t, a)?;
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
-    w.write(&batch)?;
-    w.close()?;
-    Ok(())
-}
-
-/// Quotes a CSV field when needed (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn write_published_csv(path: &Path, t: &TableJob, a: &AssessedTable) -> Result<()> {
-    use std::io::Write;
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let mut w = std::io::BufWriter::new(file);
-    let io = |e| Error::io(path, e);
-    let header: Vec<String> =
-        t.explanatory.iter().map(|e| csv_field(e)).chain(std::iter::once("value".to_string())).collect();
-    writeln!(w, "{}", header.join(",")).map_err(io)?;
-    for i in 0..a.cells.len() {
-        let codes: Vec<String> = a.cells.codes(i).into_iter().map(csv_field).collect();
-        let value = if a.status[i].is_suppressed() { String::new() } else { format!("{}", a.cells.value[i]) };
-        writeln!(w, "{},{value}", codes.join(",")).map_err(io)?;
-    }
-    w.flush().map_err(io)?;
-    Ok(())
 }

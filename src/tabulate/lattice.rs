@@ -8,18 +8,20 @@
 //! tables expensive in SQL: `GROUPING SETS ((…, contributor))` materialises every
 //! (cell, contributor) pair of every grouping set before counting them.
 //!
-//! Here the cells are produced in **shards**: shard `n` holds the cells whose first dimension is
-//! exactly node `n`. Its inputs are the pairs whose first-dimension leaf lies in the subtree of
-//! `n` (one contiguous range, because nodes are numbered in pre-order), with that coordinate
-//! replaced by `n`. Within a shard each contributor's pairs are rolled up the remaining
-//! dimensions one at a time, merging duplicates after each dimension, so a contributor
-//! reaches each of its cells exactly once and is then folded into the shard's cell map
-//! (`freq + 1`, sums, top-N insert). Consequences:
+//! Here the cells are produced in **shards**: a shard fixes the nodes of the leading `s`
+//! variables exactly (`s` is the smallest number that leaves at most 4 Mi possible cells per
+//! shard). Its inputs are the pairs whose leaves lie in the subtrees of those nodes (contiguous
+//! ranges, because nodes are numbered in pre-order), with those coordinates replaced by the
+//! shard's nodes. Within a shard each contributor's pairs are rolled up the remaining
+//! variables one at a time, merging duplicates after each variable, so a contributor reaches
+//! each of its cells exactly once and is then folded into the shard's cell map (`freq + 1`,
+//! sums, top-N insert). Consequences:
 //! - every (cell, contributor) pair is computed exactly once and never stored globally;
 //! - memory is bounded by the largest shard's cells, not by the table;
-//! - shards are independent (run in parallel) and come out in key order, because the first
-//!   dimension occupies the highest bits of the packed cell key: concatenating sorted shards
-//!   in node order sorts the whole table;
+//! - shards are independent (run in parallel, a window at a time) and come out in key order,
+//!   because the leading variables occupy the highest bits of the packed cell key:
+//!   concatenating sorted shards in prefix order sorts the whole table, so cells can be
+//!   streamed to the writers;
 //! - results are exact (integer sums; top-N is a multiset) and so do not depend on thread
 //!   count or arrival order.
 //!
@@ -74,6 +76,7 @@ struct Dim {
 #[derive(Debug, Clone)]
 pub struct Lattice {
     dims: Vec<Dim>,
+    shard_cells: u128,
 }
 
 impl Lattice {
@@ -104,7 +107,14 @@ impl Lattice {
                 Dim { parent, end, shift, mask: (1u128 << b) - 1 }
             })
             .collect();
-        Ok(Self { dims })
+        Ok(Self { dims, shard_cells: SHARD_CELLS })
+    }
+
+    /// Sets the largest number of cells a shard may produce (default 4 Mi); smaller values
+    /// split shards on more leading variables (less memory, more shards).
+    pub fn with_shard_cells(mut self, cells: u128) -> Self {
+        self.shard_cells = cells.max(1);
+        self
     }
 
     /// Number of dimensions.
@@ -256,36 +266,119 @@ impl Pairs {
     }
 }
 
-/// The shards: one per node of dimension 0, each a range of `order` (pair indices sorted by
-/// their dimension-0 leaf) — the pairs under that node.
-fn shards(lat: &Lattice, leaf: &[u128]) -> (Vec<u32>, Vec<(u32, usize, usize)>) {
-    let d0 = &lat.dims[0];
-    let mut order: Vec<u32> = (0..leaf.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| lat.node_of(leaf[i as usize], d0));
-    let node_at = |p: usize| lat.node_of(leaf[order[p] as usize], d0);
-    let lower = |n: u32| {
-        let (mut lo, mut hi) = (0, order.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if node_at(mid) < n {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    };
-    let ranges = (0..d0.parent.len() as u32)
-        .map(|n| (n, lower(n), lower(d0.end[n as usize])))
-        .filter(|&(_, lo, hi)| hi > lo)
-        .collect();
-    (order, ranges)
+/// Largest number of cells one shard may produce (bounds a shard's map): shards are split on
+/// as many leading variables as needed for the product of the remaining variables' node
+/// counts to stay below it.
+const SHARD_CELLS: u128 = 1 << 22;
+
+/// Pair slots handed to the thread pool at once: bounds the memory of shards in flight.
+const WINDOW_PAIRS: usize = 1 << 21;
+
+/// One shard: the cells whose leading `split` nodes are those of `prefix`, and the indices of
+/// the pairs under that prefix.
+struct Shard {
+    prefix: u128,
+    idx: Vec<u32>,
 }
 
-/// Rolls `items` (keys with their parts) up dimensions `1..`: afterwards `items` holds every
+impl Lattice {
+    /// How many leading variables the shards fix (≥ 1, ≤ dims − 1 unless there is one dim).
+    fn split(&self) -> usize {
+        let mut s = 1;
+        while s + 1 < self.dims.len() {
+            let rest: u128 = self.dims[s..].iter().map(|d| d.parent.len() as u128).product();
+            if rest <= self.shard_cells {
+                break;
+            }
+            s += 1;
+        }
+        s
+    }
+
+    /// Mask of the bits of the first `s` variables.
+    fn prefix_mask(&self, s: usize) -> u128 {
+        self.dims[..s].iter().fold(0, |m, d| m | (d.mask << d.shift))
+    }
+
+    /// Enumerates the shards in key order, calling `emit` for each nonempty one. `idx` holds
+    /// the pairs under `prefix` (fixed on variables `..j`) sorted by their node of variable `j`.
+    fn walk(&self, leaf: &[u128], idx: &[u32], j: usize, split: usize, prefix: u128, emit: &mut dyn FnMut(Shard)) {
+        let d = &self.dims[j];
+        let node_at = |p: usize| self.node_of(leaf[idx[p] as usize], d);
+        let lower = |from: usize, n: u32| {
+            let (mut lo, mut hi) = (from, idx.len());
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if node_at(mid) < n {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        let mut n = 0u32;
+        while (n as usize) < d.parent.len() {
+            let lo = lower(0, n);
+            let hi = lower(lo, d.end[n as usize]);
+            if lo == hi {
+                // Nothing under n: skip its whole subtree.
+                n = d.end[n as usize];
+                continue;
+            }
+            let key = Lattice::with_node(prefix, d, n);
+            let mut sub = idx[lo..hi].to_vec();
+            if j + 1 == split {
+                emit(Shard { prefix: key, idx: sub });
+            } else {
+                let next = &self.dims[j + 1];
+                sub.sort_unstable_by_key(|&i| self.node_of(leaf[i as usize], next));
+                self.walk(leaf, &sub, j + 1, split, key, emit);
+            }
+            n += 1;
+        }
+    }
+
+    /// Runs `work` on every shard — in parallel, a window of shards at a time — and hands the
+    /// results to `sink` in key order.
+    fn for_each_shard<T: Send>(
+        &self,
+        leaf: &[u128],
+        work: impl Fn(&Shard, usize) -> Vec<T> + Sync,
+        sink: &mut dyn FnMut(Vec<T>) -> Result<()>,
+    ) -> Result<()> {
+        let split = self.split();
+        let mut idx: Vec<u32> = (0..leaf.len() as u32).collect();
+        idx.sort_unstable_by_key(|&i| self.node_of(leaf[i as usize], &self.dims[0]));
+        let mut window: Vec<Shard> = Vec::new();
+        let mut pairs = 0usize;
+        let mut failed: Result<()> = Ok(());
+        let mut flush = |window: &mut Vec<Shard>, failed: &mut Result<()>| {
+            let parts: Vec<Vec<T>> = window.par_iter().map(|sh| work(sh, split)).collect();
+            window.clear();
+            for p in parts {
+                if failed.is_ok() {
+                    *failed = sink(p);
+                }
+            }
+        };
+        self.walk(leaf, &idx, 0, split, 0, &mut |sh| {
+            pairs += sh.idx.len();
+            window.push(sh);
+            if pairs >= WINDOW_PAIRS {
+                flush(&mut window, &mut failed);
+                pairs = 0;
+            }
+        });
+        flush(&mut window, &mut failed);
+        failed
+    }
+}
+
+/// Rolls `items` (keys with their parts) up variables `from..`: afterwards `items` holds every
 /// cell reached, once, with the merged part. `items` must be free of duplicate keys.
-fn roll_up<P: Part>(lat: &Lattice, items: &mut Vec<(u128, P)>) {
-    for d in &lat.dims[1..] {
+fn roll_up<P: Part>(lat: &Lattice, items: &mut Vec<(u128, P)>, from: usize) {
+    for d in &lat.dims[from..] {
         let n = items.len();
         for i in 0..n {
             let (key, part) = items[i];
@@ -315,7 +408,7 @@ fn dedup<P: Part>(items: &mut Vec<(u128, P)>) {
     items.truncate(w);
 }
 
-/// Calls `f` for every cell of the product of ancestor chains of `key` over dimensions `d..`.
+/// Calls `f` for every cell of the product of ancestor chains of `key` over variables `d..`.
 fn each_ancestor_cell(lat: &Lattice, key: u128, d: usize, f: &mut impl FnMut(u128)) {
     let Some(dim) = lat.dims.get(d) else {
         f(key);
@@ -331,32 +424,34 @@ fn each_ancestor_cell(lat: &Lattice, key: u128, d: usize, f: &mut impl FnMut(u12
     }
 }
 
-/// The cells of one shard, sorted by key, from the pairs `idx` (all under `node` in dimension 0).
+/// The cells of one shard, sorted by key: each contributor's pairs in the shard rolled up the
+/// free variables once, then counted in every cell it reached.
 fn contributor_shard<const N: usize>(
     lat: &Lattice,
     pairs: &Pairs,
-    node: u32,
-    idx: &[u32],
+    shard: &Shard,
+    split: usize,
     scale: f64,
 ) -> Vec<(u128, CellStats<N>)> {
-    let d0 = &lat.dims[0];
-    let mut by_contributor: Vec<u32> = idx.to_vec();
+    let keep = !lat.prefix_mask(split);
+    let in_shard = |i: u32| (pairs.leaf[i as usize] & keep) | shard.prefix;
+    let mut by_contributor = shard.idx.clone();
     by_contributor.sort_unstable_by_key(|&i| pairs.contributor[i as usize]);
     let mut cells: KeyMap<CellStats<N>> = KeyMap::default();
     let mut items: Vec<(u128, Share)> = Vec::new();
     for group in by_contributor.chunk_by(|&a, &b| pairs.contributor[a as usize] == pairs.contributor[b as usize]) {
         if let [i] = group {
             // One leaf cell: its ancestor cells are all distinct, no merging needed.
-            let i = *i as usize;
-            let share = pairs.share[i];
-            let key = Lattice::with_node(pairs.leaf[i], d0, node);
-            each_ancestor_cell(lat, key, 1, &mut |k| cells.entry(k).or_default().add_contributor(&share, scale));
+            let share = pairs.share[*i as usize];
+            each_ancestor_cell(lat, in_shard(*i), split, &mut |k| {
+                cells.entry(k).or_default().add_contributor(&share, scale)
+            });
             continue;
         }
         items.clear();
-        items.extend(group.iter().map(|&i| (Lattice::with_node(pairs.leaf[i as usize], d0, node), pairs.share[i as usize])));
+        items.extend(group.iter().map(|&i| (in_shard(i), pairs.share[i as usize])));
         dedup(&mut items);
-        roll_up(lat, &mut items);
+        roll_up(lat, &mut items, split);
         for (k, s) in &items {
             cells.entry(*k).or_default().add_contributor(s, scale);
         }
@@ -366,53 +461,49 @@ fn contributor_shard<const N: usize>(
     out
 }
 
-/// Every nonempty cell of a table with contributors, sorted by key, with at most `N` top
-/// contributions each. `scale` converts the exact sums to numbers (10^scale).
-pub fn roll_up_pairs<const N: usize>(lat: &Lattice, pairs: &Pairs, scale: f64) -> Vec<(u128, CellStats<N>)> {
+/// Every nonempty cell of a table with contributors, in key order, handed to `sink` a window
+/// at a time; at most `N` top contributions each. `scale` converts the exact sums (10^scale).
+pub fn roll_up_pairs<const N: usize>(
+    lat: &Lattice,
+    pairs: &Pairs,
+    scale: f64,
+    sink: &mut dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()>,
+) -> Result<()> {
     if lat.is_empty() || pairs.is_empty() {
-        return Vec::new();
+        return Ok(());
     }
-    let (order, ranges) = shards(lat, &pairs.leaf);
-    let parts: Vec<Vec<(u128, CellStats<N>)>> = ranges
-        .par_iter()
-        .map(|&(node, lo, hi)| contributor_shard::<N>(lat, pairs, node, &order[lo..hi], scale))
-        .collect();
-    concat(parts)
+    lat.for_each_shard(&pairs.leaf, |sh, split| contributor_shard::<N>(lat, pairs, sh, split, scale), sink)
 }
 
 /// Every nonempty cell of a table whose leaf cells arrive summarised (no contributor
-/// variable: each record is a contributor), sorted by key.
-pub fn roll_up_leaf_cells<const N: usize>(lat: &Lattice, leaves: &[(u128, CellStats<N>)]) -> Vec<(u128, CellStats<N>)> {
+/// variable: each record is a contributor), in key order, handed to `sink` a window at a time.
+pub fn roll_up_leaf_cells<const N: usize>(
+    lat: &Lattice,
+    leaves: &[(u128, CellStats<N>)],
+    sink: &mut dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()>,
+) -> Result<()> {
     if lat.is_empty() || leaves.is_empty() {
-        return Vec::new();
+        return Ok(());
     }
     let keys: Vec<u128> = leaves.iter().map(|x| x.0).collect();
-    let (order, ranges) = shards(lat, &keys);
-    let d0 = &lat.dims[0];
-    let parts: Vec<Vec<(u128, CellStats<N>)>> = ranges
-        .par_iter()
-        .map(|&(node, lo, hi)| {
-            let mut items: Vec<(u128, CellStats<N>)> = order[lo..hi]
+    lat.for_each_shard(
+        &keys,
+        |sh, split| {
+            let keep = !lat.prefix_mask(split);
+            let mut items: Vec<(u128, CellStats<N>)> = sh
+                .idx
                 .iter()
                 .map(|&i| {
                     let (k, s) = leaves[i as usize];
-                    (Lattice::with_node(k, d0, node), s)
+                    ((k & keep) | sh.prefix, s)
                 })
                 .collect();
             dedup(&mut items);
-            roll_up(lat, &mut items);
+            roll_up(lat, &mut items, split);
             items
-        })
-        .collect();
-    concat(parts)
-}
-
-fn concat<T>(parts: Vec<Vec<T>>) -> Vec<T> {
-    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-    for p in parts {
-        out.extend(p);
-    }
-    out
+        },
+        sink,
+    )
 }
 
 #[cfg(test)]
@@ -430,6 +521,16 @@ mod tests {
             Hierarchy::resolve("sex", &HierarchySpec::Flat, &sex).unwrap(),
             Hierarchy::resolve("age", &HierarchySpec::Flat, &age).unwrap(),
         ]
+    }
+
+    fn collect<T>(run: impl FnOnce(&mut dyn FnMut(Vec<T>) -> Result<()>) -> Result<()>) -> Vec<T> {
+        let mut out = Vec::new();
+        run(&mut |part| {
+            out.extend(part);
+            Ok(())
+        })
+        .unwrap();
+        out
     }
 
     fn chain(h: &Hierarchy, n: usize) -> Vec<usize> {
@@ -474,11 +575,8 @@ mod tests {
         let leaves: Vec<usize> = dims[0].leaves().collect();
         let mut recs = Vec::new();
         for _ in 0..300 {
-            let leaf = [
-                leaves[rng.below(leaves.len() as u64) as usize],
-                1 + rng.below(2) as usize,
-                1 + rng.below(3) as usize,
-            ];
+            let leaf =
+                [leaves[rng.below(leaves.len() as u64) as usize], 1 + rng.below(2) as usize, 1 + rng.below(3) as usize];
             recs.push((leaf, rng.below(25) as u32, 1 + rng.below(1000) as i128));
         }
         // Pre-aggregate per (leaf, contributor) as the SQL does.
@@ -493,7 +591,11 @@ mod tests {
             pairs.contributor.push(c);
             pairs.share.push(s);
         }
-        let got = roll_up_pairs::<2>(&lat, &pairs, 1.0);
+        let got = collect(|sink| roll_up_pairs::<2>(&lat, &pairs, 1.0, sink));
+        let fine = lat.clone().with_shard_cells(1);
+        assert_eq!(fine.split(), 2, "shards fixed on geo and sex");
+        let got_fine = collect(|sink| roll_up_pairs::<2>(&fine, &pairs, 1.0, sink));
+        assert_eq!(got, got_fine, "the result does not depend on the sharding");
         let want = brute(&dims, &recs);
         assert_eq!(got.len(), want.len());
         assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "cells come out sorted");
@@ -515,11 +617,8 @@ mod tests {
         let mut rng = crate::rng::Rng::new(3);
         let mut recs = Vec::new();
         for i in 0..200u32 {
-            let leaf = [
-                leaves[rng.below(leaves.len() as u64) as usize],
-                1 + rng.below(2) as usize,
-                1 + rng.below(3) as usize,
-            ];
+            let leaf =
+                [leaves[rng.below(leaves.len() as u64) as usize], 1 + rng.below(2) as usize, 1 + rng.below(3) as usize];
             recs.push((leaf, i, 1 + rng.below(500) as i128));
         }
         let mut by_leaf: BTreeMap<u128, CellStats<2>> = BTreeMap::new();
@@ -528,7 +627,9 @@ mod tests {
             by_leaf.entry(key).or_default().add_contributor(&Share { value: *v, weight: 0, records: 1 }, 1.0);
         }
         let leaf_cells: Vec<(u128, CellStats<2>)> = by_leaf.into_iter().collect();
-        let got = roll_up_leaf_cells(&lat, &leaf_cells);
+        let got = collect(|sink| roll_up_leaf_cells(&lat, &leaf_cells, sink));
+        let fine = lat.clone().with_shard_cells(1);
+        assert_eq!(got, collect(|sink| roll_up_leaf_cells(&fine, &leaf_cells, sink)));
         let want = brute(&dims, &recs);
         assert_eq!(got.len(), want.len());
         for ((_, s), (cell, (freq, value, top))) in got.iter().zip(&want) {

@@ -84,6 +84,32 @@ pub struct Cells {
 }
 
 impl Cells {
+    /// A table without cells over `dims`.
+    pub fn empty(dims: Vec<Hierarchy>, top_n: usize, weighted: bool) -> Self {
+        Self {
+            dims,
+            coords: Vec::new(),
+            freq: Vec::new(),
+            records: Vec::new(),
+            value: Vec::new(),
+            weight: weighted.then(Vec::new),
+            top: Vec::new(),
+            top_n,
+        }
+    }
+
+    /// Appends the cells of `other` (same dimensions), which must all sort after these.
+    pub fn append(&mut self, other: Cells) {
+        self.coords.extend(other.coords);
+        self.freq.extend(other.freq);
+        self.records.extend(other.records);
+        self.value.extend(other.value);
+        if let (Some(w), Some(o)) = (self.weight.as_mut(), other.weight) {
+            w.extend(o);
+        }
+        self.top.extend(other.top);
+    }
+
     /// Number of cells.
     pub fn len(&self) -> usize {
         self.freq.len()
@@ -224,7 +250,6 @@ async fn distinct_codes(ctx: &SessionContext, t: &TableQuery) -> Result<Vec<Vec<
     Ok(out)
 }
 
-
 /// Per-dimension lookup from a code to its node, and the packed key of each row's leaf cell.
 fn leaf_keys(b: &RecordBatch, dims: &[Hierarchy], lat: &Lattice) -> Result<Vec<u128>> {
     let mut keys = vec![0u128; b.num_rows()];
@@ -284,11 +309,7 @@ impl ContributorIds {
 }
 
 /// Runs `sql` and hands each result batch to `f` as it arrives (nothing is collected).
-async fn for_each_batch(
-    ctx: &SessionContext,
-    sql: &str,
-    mut f: impl FnMut(&RecordBatch) -> Result<()>,
-) -> Result<()> {
+async fn for_each_batch(ctx: &SessionContext, sql: &str, mut f: impl FnMut(&RecordBatch) -> Result<()>) -> Result<()> {
     use futures::StreamExt;
     let df = ctx.sql(sql).await.map_err(|e| engine_error(e, sql))?;
     let mut stream = df.execute_stream().await.map_err(|e| engine_error(e, sql))?;
@@ -298,14 +319,41 @@ async fn for_each_batch(
     Ok(())
 }
 
-/// Tabulates one table: the contributor pre-aggregation runs in DataFusion (one pass over the
-/// records, spilling if needed, distributed on a cluster); its (leaf cell, contributor) pairs
-/// are rolled up over the cell lattice by [`lattice`].
+/// Receives the cells of a table in key order, a chunk at a time.
+pub type CellSink<'a> = dyn FnMut(Cells) -> Result<()> + Send + 'a;
+
+/// Tabulates one table into memory (see [`tabulate_streaming`]).
 pub async fn tabulate(
     ctx: &SessionContext,
     t: &TableQuery,
     hierarchies: &HashMap<String, HierarchySpec>,
     progress: &Progress,
+) -> Result<Cells> {
+    let mut all: Option<Cells> = None;
+    let empty = tabulate_streaming(ctx, t, hierarchies, progress, &mut |chunk| {
+        match &mut all {
+            None => all = Some(chunk),
+            Some(a) => a.append(chunk),
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(all.unwrap_or(empty))
+}
+
+/// Tabulates one table, handing the cells to `sink` in chunks, in key order, as the roll-up
+/// produces them, so a table larger than memory can be written as it is computed. Returns an
+/// empty [`Cells`] carrying the resolved hierarchies.
+///
+/// The contributor pre-aggregation runs in DataFusion (one pass over the records, spilling if
+/// needed, distributed on a cluster); its (leaf cell, contributor) pairs are rolled up over
+/// the cell lattice by [`lattice`].
+pub async fn tabulate_streaming(
+    ctx: &SessionContext,
+    t: &TableQuery,
+    hierarchies: &HashMap<String, HierarchySpec>,
+    progress: &Progress,
+    sink: &mut CellSink<'_>,
 ) -> Result<Cells> {
     check_columns(ctx, t).await?;
     check_values(ctx, t).await?;
@@ -323,19 +371,21 @@ pub async fn tabulate(
     let lat = Lattice::new(&dims)?;
     // The top list capacity is a compile-time size: the smallest of 2, 4, 8 that holds top_n.
     match t.top_n {
-        0..=2 => tabulate_with::<2>(ctx, t, dims, &lat, progress).await,
-        3..=4 => tabulate_with::<4>(ctx, t, dims, &lat, progress).await,
-        _ => tabulate_with::<8>(ctx, t, dims, &lat, progress).await,
+        0..=2 => tabulate_with::<2>(ctx, t, &dims, &lat, progress, sink).await?,
+        3..=4 => tabulate_with::<4>(ctx, t, &dims, &lat, progress, sink).await?,
+        _ => tabulate_with::<8>(ctx, t, &dims, &lat, progress, sink).await?,
     }
+    Ok(Cells::empty(dims, t.top_n, t.weight.is_some()))
 }
 
 async fn tabulate_with<const N: usize>(
     ctx: &SessionContext,
     t: &TableQuery,
-    dims: Vec<Hierarchy>,
+    dims: &[Hierarchy],
     lat: &Lattice,
     progress: &Progress,
-) -> Result<Cells> {
+    sink: &mut CellSink<'_>,
+) -> Result<()> {
     let k = dims.len();
     let src = q(&t.source);
     let dcols: Vec<String> = (0..k).map(|i| format!("d{i}")).collect();
@@ -353,7 +403,12 @@ async fn tabulate_with<const N: usize>(
         None => format!("CAST(0 AS {dec})"),
     };
     let stage = progress.stage(&format!("{}: contributor pre-aggregation", t.name), 1);
-    let rolled: Vec<(u128, CellStats<N>)> = match &t.contributor {
+    let mut emitted = 0usize;
+    let mut chunk = |rolled: Vec<(u128, CellStats<N>)>| -> Result<()> {
+        emitted += rolled.len();
+        sink(to_cells(t, dims, lat, rolled))
+    };
+    match &t.contributor {
         Some(c) => {
             let sql = format!(
                 "SELECT {d}, cid, SUM(v) AS v, COUNT(*) AS rec, SUM(wt) AS wt FROM \
@@ -365,7 +420,7 @@ async fn tabulate_with<const N: usize>(
             let mut pairs = Pairs::default();
             let mut ids = ContributorIds::default();
             for_each_batch(ctx, &sql, |b| {
-                pairs.leaf.extend(leaf_keys(b, &dims, lat)?);
+                pairs.leaf.extend(leaf_keys(b, dims, lat)?);
                 ids.number(b.column(k).as_ref(), &mut pairs.contributor)?;
                 let v = b.column(k + 1).as_primitive::<Decimal128Type>();
                 let rec = b.column(k + 2).as_primitive::<Int64Type>();
@@ -380,9 +435,8 @@ async fn tabulate_with<const N: usize>(
             .await?;
             stage.finish();
             let stage = progress.stage(&format!("{}: roll-up of {} contributions", t.name, pairs.len()), 1);
-            let cells = lattice::roll_up_pairs::<N>(lat, &pairs, SCALE_F);
+            lattice::roll_up_pairs::<N>(lat, &pairs, SCALE_F, &mut chunk)?;
             stage.finish();
-            cells
         }
         None => {
             let top_fn = TopN::name_for(N);
@@ -394,7 +448,7 @@ async fn tabulate_with<const N: usize>(
             );
             let mut leaves: Vec<(u128, CellStats<N>)> = Vec::new();
             for_each_batch(ctx, &sql, |b| {
-                let keys = leaf_keys(b, &dims, lat)?;
+                let keys = leaf_keys(b, dims, lat)?;
                 let freq = b.column(k).as_primitive::<Int64Type>();
                 let v = b.column(k + 1).as_primitive::<Decimal128Type>();
                 let wt = b.column(k + 2).as_primitive::<Decimal128Type>();
@@ -418,14 +472,25 @@ async fn tabulate_with<const N: usize>(
             .await?;
             stage.finish();
             let stage = progress.stage(&format!("{}: roll-up of {} leaf cells", t.name, leaves.len()), 1);
-            let cells = lattice::roll_up_leaf_cells::<N>(lat, &leaves);
+            lattice::roll_up_leaf_cells::<N>(lat, &leaves, &mut chunk)?;
             stage.finish();
-            cells
         }
-    };
+    }
+    progress.detail(&format!("{}: {emitted} cells", t.name));
+    Ok(())
+}
+
+/// Cells in the output layout from rolled-up statistics (already in key order).
+fn to_cells<const N: usize>(
+    t: &TableQuery,
+    dims: &[Hierarchy],
+    lat: &Lattice,
+    rolled: Vec<(u128, CellStats<N>)>,
+) -> Cells {
     let n = t.top_n;
+    let k = dims.len();
     let mut cells = Cells {
-        dims,
+        dims: dims.to_vec(),
         coords: Vec::with_capacity(rolled.len() * k),
         freq: Vec::with_capacity(rolled.len()),
         records: Vec::with_capacity(rolled.len()),
@@ -447,5 +512,5 @@ async fn tabulate_with<const N: usize>(
         cells.top.extend_from_slice(&s.top[..used]);
         cells.top.extend(std::iter::repeat_n(0.0, n - used));
     }
-    Ok(cells)
+    cells
 }

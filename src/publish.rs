@@ -1,0 +1,170 @@
+//! The table-output contract: `cells.parquet` and `published.csv` of one table, written as
+//! the cells arrive.
+//!
+//! Tables published with primaries only can have hundreds of millions of cells (a 7-variable
+//! table of 2 M records has 363 M), more than fit in memory. The tabulation hands cells over in
+//! key order, a chunk at a time; [`TableWriter`] appends each chunk to both files and tallies
+//! the report figures, so memory is bounded by one chunk. Protected tables (secondary
+//! suppression needs the whole table) go through the same writer in one chunk. Files are
+//! written inside the run's staging area; nothing is visible until the run commits.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use crate::error::{Error, Result};
+use crate::hierarchy::Hierarchy;
+use crate::run::AssessedTable;
+
+/// Report figures accumulated over the chunks of a table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Nonempty cells.
+    pub cells: usize,
+    /// Cells per status letter.
+    pub status_counts: BTreeMap<&'static str, usize>,
+    /// Σ |value| over all cells.
+    pub total_abs: f64,
+    /// Σ |value| over suppressed cells.
+    pub suppressed_abs: f64,
+}
+
+impl Tally {
+    /// Share of the total value withheld (0 for an all-zero table).
+    pub fn suppressed_share(&self) -> f64 {
+        if self.total_abs > 0.0 {
+            self.suppressed_abs / self.total_abs
+        } else {
+            0.0
+        }
+    }
+
+    /// Cells with the status letter `s`.
+    pub fn count(&self, s: &str) -> usize {
+        self.status_counts.get(s).copied().unwrap_or(0)
+    }
+}
+
+/// Schema of `cells.parquet` (contract column order).
+pub fn cells_schema(dims: &[Hierarchy], weighted: bool) -> SchemaRef {
+    let mut fields: Vec<Field> = dims.iter().map(|h| Field::new(h.variable(), DataType::Utf8, false)).collect();
+    fields.push(Field::new("freq", DataType::UInt64, false));
+    fields.push(Field::new("value", DataType::Float64, false));
+    fields.push(Field::new("top1", DataType::Float64, false));
+    fields.push(Field::new("top2", DataType::Float64, false));
+    fields.push(Field::new("status", DataType::Utf8, false));
+    fields.push(Field::new("lpl", DataType::Float64, false));
+    fields.push(Field::new("upl", DataType::Float64, false));
+    fields.push(Field::new("records", DataType::UInt64, false));
+    if weighted {
+        fields.push(Field::new("weight", DataType::Float64, false));
+    }
+    Arc::new(Schema::new(fields))
+}
+
+/// Arrow batch of assessed cells in the table-output contract column order.
+pub fn cells_batch(a: &AssessedTable) -> Result<RecordBatch> {
+    let c = &a.cells;
+    let k = c.dims.len();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for (d, h) in c.dims.iter().enumerate() {
+        cols.push(Arc::new(StringArray::from_iter_values((0..c.len()).map(|i| h.code(c.coords[i * k + d] as usize)))));
+    }
+    let f64col = |v: Vec<f64>| -> ArrayRef { Arc::new(Float64Array::from(v)) };
+    cols.push(Arc::new(UInt64Array::from(c.freq.clone())));
+    cols.push(f64col(c.value.clone()));
+    cols.push(f64col((0..c.len()).map(|i| c.tops(i)[0]).collect()));
+    cols.push(f64col((0..c.len()).map(|i| c.tops(i)[1]).collect()));
+    cols.push(Arc::new(StringArray::from_iter_values(a.status.iter().map(|s| s.letter()))));
+    cols.push(f64col(a.lpl.clone()));
+    cols.push(f64col(a.upl.clone()));
+    cols.push(Arc::new(UInt64Array::from(c.records.clone())));
+    if let Some(w) = &c.weight {
+        cols.push(f64col(w.clone()));
+    }
+    Ok(RecordBatch::try_new(cells_schema(&c.dims, c.weight.is_some()), cols)?)
+}
+
+/// Quotes a CSV field when needed (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Writes `cells.parquet` and `published.csv` of one table chunk by chunk.
+pub struct TableWriter {
+    dir: PathBuf,
+    parquet: ArrowWriter<File>,
+    csv: BufWriter<File>,
+    /// CSV-quoted code of every node, per variable (quoted once, written millions of times).
+    csv_codes: Vec<Vec<String>>,
+    tally: Tally,
+}
+
+impl TableWriter {
+    /// Creates both files in `dir` (which must exist) for a table over `dims`.
+    pub fn create(dir: &Path, explanatory: &[String], dims: &[Hierarchy], weighted: bool) -> Result<Self> {
+        let pq = dir.join("cells.parquet");
+        let file = File::create(&pq).map_err(|e| Error::io(&pq, e))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let parquet = ArrowWriter::try_new(file, cells_schema(dims, weighted), Some(props))?;
+        let cp = dir.join("published.csv");
+        let file = File::create(&cp).map_err(|e| Error::io(&cp, e))?;
+        let mut csv = BufWriter::with_capacity(1 << 20, file);
+        let header: Vec<String> =
+            explanatory.iter().map(|e| csv_field(e)).chain(std::iter::once("value".to_string())).collect();
+        writeln!(csv, "{}", header.join(",")).map_err(|e| Error::io(&cp, e))?;
+        let csv_codes = dims.iter().map(|h| h.nodes().iter().map(|n| csv_field(&n.code)).collect()).collect();
+        Ok(Self { dir: dir.to_path_buf(), parquet, csv, csv_codes, tally: Tally::default() })
+    }
+
+    /// Appends a chunk of assessed cells (in key order) to both files.
+    pub fn write(&mut self, a: &AssessedTable) -> Result<()> {
+        self.parquet.write(&cells_batch(a)?)?;
+        let cp = self.dir.join("published.csv");
+        let io = |e| Error::io(&cp, e);
+        let c = &a.cells;
+        let k = c.dims.len();
+        for i in 0..c.len() {
+            for (d, codes) in self.csv_codes.iter().enumerate() {
+                self.csv.write_all(codes[c.coords[i * k + d] as usize].as_bytes()).map_err(io)?;
+                self.csv.write_all(b",").map_err(io)?;
+            }
+            let suppressed = a.status[i].is_suppressed();
+            if !suppressed {
+                write!(self.csv, "{}", c.value[i]).map_err(io)?;
+            }
+            self.csv.write_all(b"\n").map_err(io)?;
+            let t = &mut self.tally;
+            *t.status_counts.entry(a.status[i].letter()).or_default() += 1;
+            t.total_abs += c.value[i].abs();
+            if suppressed {
+                t.suppressed_abs += c.value[i].abs();
+            }
+        }
+        self.tally.cells += c.len();
+        Ok(())
+    }
+
+    /// Closes both files; returns the report figures.
+    pub fn finish(mut self) -> Result<Tally> {
+        let cp = self.dir.join("published.csv");
+        self.csv.flush().map_err(|e| Error::io(&cp, e))?;
+        self.parquet.close()?;
+        Ok(self.tally)
+    }
+}
