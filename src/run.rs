@@ -50,6 +50,20 @@ pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
     AssessedTable { cells, status, lpl: level.clone(), upl: level }
 }
 
+/// The tabulation request of a table job reading `source`.
+pub fn table_query(t: &TableJob, source: String) -> TableQuery {
+    TableQuery {
+        name: t.name.clone(),
+        source,
+        explanatory: t.explanatory.clone(),
+        response: t.response.clone(),
+        contributor: t.contributor.clone(),
+        weight: t.weight.clone(),
+        top_n: t.safety.top_needed(),
+        require_nonnegative: t.safety.has_dominance(),
+    }
+}
+
 /// What a finished run produced.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -95,16 +109,7 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
             }
             None => last_view.clone().unwrap_or_else(|| "microdata".into()),
         };
-        let query = TableQuery {
-            name: t.name.clone(),
-            source,
-            explanatory: t.explanatory.clone(),
-            response: t.response.clone(),
-            contributor: t.contributor.clone(),
-            weight: t.weight.clone(),
-            top_n: t.safety.top_needed(),
-            require_nonnegative: t.safety.has_dominance(),
-        };
+        let query = table_query(t, source);
         let dir = staging.dir().join(&t.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let (tally, dims, protection) = if t.secondary == "none" {

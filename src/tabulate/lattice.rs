@@ -67,6 +67,8 @@ struct Dim {
     parent: Vec<u32>,
     /// Subtree of node `n` = nodes `n .. end[n]` (pre-order).
     end: Vec<u32>,
+    /// Longest ancestor chain (deepest node's depth + 1).
+    chain: u32,
     shift: u32,
     mask: u128,
 }
@@ -77,6 +79,7 @@ struct Dim {
 pub struct Lattice {
     dims: Vec<Dim>,
     shard_cells: u128,
+    parallel_pairs: usize,
 }
 
 impl Lattice {
@@ -104,16 +107,23 @@ impl Lattice {
                         end[i] = end[i].max(end[c]);
                     }
                 }
-                Dim { parent, end, shift, mask: (1u128 << b) - 1 }
+                let chain = nodes.iter().map(|n| n.depth as u32 + 1).max().unwrap_or(1);
+                Dim { parent, end, chain, shift, mask: (1u128 << b) - 1 }
             })
             .collect();
-        Ok(Self { dims, shard_cells: SHARD_CELLS })
+        Ok(Self { dims, shard_cells: SHARD_CELLS, parallel_pairs: PARALLEL_SHARD_PAIRS })
     }
 
     /// Sets the largest number of cells a shard may produce (default 4 Mi); smaller values
     /// split shards on more leading variables (less memory, more shards).
     pub fn with_shard_cells(mut self, cells: u128) -> Self {
         self.shard_cells = cells.max(1);
+        self
+    }
+
+    /// Sets the number of pairs from which a shard is itself split across threads.
+    pub fn with_parallel_shard_pairs(mut self, pairs: usize) -> Self {
+        self.parallel_pairs = pairs;
         self
     }
 
@@ -271,8 +281,12 @@ impl Pairs {
 /// counts to stay below it.
 const SHARD_CELLS: u128 = 1 << 22;
 
-/// Pair slots handed to the thread pool at once: bounds the memory of shards in flight.
-const WINDOW_PAIRS: usize = 1 << 21;
+/// Cells (upper bound) of the shards handed to the thread pool at once: bounds the memory of
+/// shard results in flight.
+const WINDOW_CELLS: u128 = 1 << 23;
+
+/// A shard with more pairs than this is itself split across threads by contributor.
+const PARALLEL_SHARD_PAIRS: usize = 1 << 15;
 
 /// One shard: the cells whose leading `split` nodes are those of `prefix`, and the indices of
 /// the pairs under that prefix.
@@ -293,6 +307,14 @@ impl Lattice {
             s += 1;
         }
         s
+    }
+
+    /// Upper bound of the cells a shard with `pairs` pairs can produce.
+    fn shard_bound(&self, split: usize, pairs: usize) -> u128 {
+        let free = &self.dims[split..];
+        let nodes: u128 = free.iter().map(|d| d.parent.len() as u128).product();
+        let chains: u128 = free.iter().map(|d| d.chain as u128).product();
+        nodes.min(pairs as u128 * chains)
     }
 
     /// Mask of the bits of the first `s` variables.
@@ -351,7 +373,7 @@ impl Lattice {
         let mut idx: Vec<u32> = (0..leaf.len() as u32).collect();
         idx.sort_unstable_by_key(|&i| self.node_of(leaf[i as usize], &self.dims[0]));
         let mut window: Vec<Shard> = Vec::new();
-        let mut pairs = 0usize;
+        let mut cells = 0u128;
         let mut failed: Result<()> = Ok(());
         let mut flush = |window: &mut Vec<Shard>, failed: &mut Result<()>| {
             let parts: Vec<Vec<T>> = window.par_iter().map(|sh| work(sh, split)).collect();
@@ -363,11 +385,11 @@ impl Lattice {
             }
         };
         self.walk(leaf, &idx, 0, split, 0, &mut |sh| {
-            pairs += sh.idx.len();
+            cells += self.shard_bound(split, sh.idx.len());
             window.push(sh);
-            if pairs >= WINDOW_PAIRS {
+            if cells >= WINDOW_CELLS {
                 flush(&mut window, &mut failed);
-                pairs = 0;
+                cells = 0;
             }
         });
         flush(&mut window, &mut failed);
@@ -425,7 +447,8 @@ fn each_ancestor_cell(lat: &Lattice, key: u128, d: usize, f: &mut impl FnMut(u12
 }
 
 /// The cells of one shard, sorted by key: each contributor's pairs in the shard rolled up the
-/// free variables once, then counted in every cell it reached.
+/// free variables once, then counted in every cell it reached. Large shards are split by
+/// contributor across threads; the partial cell maps merge exactly (disjoint contributors).
 fn contributor_shard<const N: usize>(
     lat: &Lattice,
     pairs: &Pairs,
@@ -433,13 +456,54 @@ fn contributor_shard<const N: usize>(
     split: usize,
     scale: f64,
 ) -> Vec<(u128, CellStats<N>)> {
-    let keep = !lat.prefix_mask(split);
-    let in_shard = |i: u32| (pairs.leaf[i as usize] & keep) | shard.prefix;
     let mut by_contributor = shard.idx.clone();
     by_contributor.sort_unstable_by_key(|&i| pairs.contributor[i as usize]);
+    let same = |a: &u32, b: &u32| pairs.contributor[*a as usize] == pairs.contributor[*b as usize];
+    let cells = if by_contributor.len() < lat.parallel_pairs {
+        fold_contributors::<N>(lat, pairs, shard.prefix, split, scale, by_contributor.chunk_by(same))
+    } else {
+        // Cut into pieces at contributor boundaries.
+        let target = by_contributor.len().div_ceil(4 * rayon::current_num_threads().max(1));
+        let mut pieces: Vec<&[u32]> = Vec::new();
+        let mut start = 0;
+        while start < by_contributor.len() {
+            let mut end = (start + target).min(by_contributor.len());
+            while end < by_contributor.len() && same(&by_contributor[end - 1], &by_contributor[end]) {
+                end += 1;
+            }
+            pieces.push(&by_contributor[start..end]);
+            start = end;
+        }
+        pieces
+            .par_iter()
+            .map(|p| fold_contributors::<N>(lat, pairs, shard.prefix, split, scale, p.chunk_by(same)))
+            .reduce(KeyMap::default, |mut a, b| {
+                let (mut a, b) = if a.len() >= b.len() { (a, b) } else { (b, std::mem::take(&mut a)) };
+                for (k, s) in b {
+                    a.entry(k).or_default().merge(&s);
+                }
+                a
+            })
+    };
+    let mut out: Vec<(u128, CellStats<N>)> = cells.into_iter().collect();
+    out.sort_unstable_by_key(|x| x.0);
+    out
+}
+
+/// Folds the contributors of `groups` (each the pair indices of one contributor) into a cell map.
+fn fold_contributors<'a, const N: usize>(
+    lat: &Lattice,
+    pairs: &Pairs,
+    prefix: u128,
+    split: usize,
+    scale: f64,
+    groups: impl Iterator<Item = &'a [u32]>,
+) -> KeyMap<CellStats<N>> {
+    let keep = !lat.prefix_mask(split);
+    let in_shard = |i: u32| (pairs.leaf[i as usize] & keep) | prefix;
     let mut cells: KeyMap<CellStats<N>> = KeyMap::default();
     let mut items: Vec<(u128, Share)> = Vec::new();
-    for group in by_contributor.chunk_by(|&a, &b| pairs.contributor[a as usize] == pairs.contributor[b as usize]) {
+    for group in groups {
         if let [i] = group {
             // One leaf cell: its ancestor cells are all distinct, no merging needed.
             let share = pairs.share[*i as usize];
@@ -456,9 +520,7 @@ fn contributor_shard<const N: usize>(
             cells.entry(*k).or_default().add_contributor(s, scale);
         }
     }
-    let mut out: Vec<(u128, CellStats<N>)> = cells.into_iter().collect();
-    out.sort_unstable_by_key(|x| x.0);
-    out
+    cells
 }
 
 /// Every nonempty cell of a table with contributors, in key order, handed to `sink` a window
@@ -596,6 +658,9 @@ mod tests {
         assert_eq!(fine.split(), 2, "shards fixed on geo and sex");
         let got_fine = collect(|sink| roll_up_pairs::<2>(&fine, &pairs, 1.0, sink));
         assert_eq!(got, got_fine, "the result does not depend on the sharding");
+        let split_shards = lat.clone().with_parallel_shard_pairs(8);
+        let got_split = collect(|sink| roll_up_pairs::<2>(&split_shards, &pairs, 1.0, sink));
+        assert_eq!(got, got_split, "nor on splitting shards across threads");
         let want = brute(&dims, &recs);
         assert_eq!(got.len(), want.len());
         assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "cells come out sorted");
