@@ -1,5 +1,6 @@
 //! sdcflow integration tests: one binary, modules by feature (like ripgrep's `tests/`).
 
+mod apriori;
 mod bad_input;
 mod cli;
 mod common;
