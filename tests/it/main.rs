@@ -6,6 +6,7 @@ mod cli;
 mod common;
 mod deploy;
 mod engines;
+mod linked;
 mod microagg;
 mod s3;
 mod secondary;
