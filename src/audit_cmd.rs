@@ -10,11 +10,12 @@
 //!
 //! Checks, all fail closed (exit 1 with the cells named): (1) every cell marked `U` keeps its
 //! feasibility interval `[lo, hi]` wide enough for its protection levels when the attacker
-//! solves the min/max LPs over the published cells, relations and bounds ([`crate::suppress::audit`]);
-//! (2) the singleton rule; (3) when the rules can be re-evaluated from the stored columns (at
-//! most two largest contributions needed), no cell the rules flag is published. Cells the
-//! rules flag that are suppressed but not marked `U` are audited as sensitive too. The file
-//! must be internally consistent: unknown codes, unknown statuses, missing marginals or
+//! solves the min/max LPs over the published cells, relations and bounds
+//! ([`crate::suppress::audit`]); (2) the singleton rule (unless the job sets `singleton =
+//! false`); (3) when the rules can be re-evaluated from the stored columns (at most two largest
+//! contributions needed), no cell the rules flag is published. Cells the rules flag that are
+//! suppressed but not marked `U` are audited as sensitive too. The file must be internally
+//! consistent: unknown codes, unknown statuses, missing marginals or
 //! marginals that do not add up are input errors (exit 2).
 
 use std::collections::{BTreeSet, HashMap};
@@ -330,7 +331,7 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
             .map_err(|e| Error::data(ap.display().to_string(), e.to_string()))?;
     }
     let statuses = table.statuses();
-    let rep = audit(&table, &statuses, true, &AuditOptions { exact_intervals })
+    let rep = audit(&table, &statuses, t.singleton_rule, &AuditOptions { exact_intervals })
         .map_err(|e| Error::Protection { table: t.name.clone(), message: format!("audit: {e}") })?;
     let codes_of = |i: usize| -> Vec<String> { (0..dims.len()).map(|d| c.codes[d][i].clone()).collect() };
     let intervals = rep

@@ -158,6 +158,11 @@ pub struct SecondarySpec {
     pub seed: Option<u64>,
     /// Time limit in seconds for iterative methods (default 600).
     pub time_limit_s: Option<f64>,
+    /// Enforce the singleton rule: a sensitive cell may not be protected only by a cell whose
+    /// single respondent can subtract its own value (default true; tau-Argus MOD's singleton
+    /// options). `false` only for comparisons with tools that do not apply it.
+    #[serde(default)]
+    pub singleton: Option<bool>,
 }
 
 /// `[output]`.
@@ -220,6 +225,8 @@ pub struct TableJob {
     pub seed: u64,
     /// Time limit of iterative methods.
     pub time_limit_s: f64,
+    /// Whether methods and audits enforce the singleton rule.
+    pub singleton_rule: bool,
     /// Source view or SQL file.
     pub source: Option<TableSource>,
     /// A-priori file, if any.
@@ -418,6 +425,7 @@ impl Job {
                     secondary: t.secondary.method.clone(),
                     seed: t.secondary.seed.unwrap_or(1),
                     time_limit_s: t.secondary.time_limit_s.unwrap_or(600.0),
+                    singleton_rule: t.secondary.singleton.unwrap_or(true),
                     source,
                     apriori: t.apriori.as_ref().map(PathBuf::from),
                     apriori_separator,

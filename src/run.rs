@@ -90,8 +90,7 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     };
     let hierarchies: HashMap<_, _> = job.hierarchies.clone().into_iter().collect();
     // Tables of a `[[linked]]` group wait here until the whole group is assessed.
-    let mut pending: HashMap<String, (AssessedTable, Option<crate::secondary::AprioriFile>, BTreeMap<String, f64>)> =
-        HashMap::new();
+    let mut pending: HashMap<String, PendingTable> = HashMap::new();
     for t in &job.tables {
         let mut timings = BTreeMap::new();
         let source = match &t.source {
@@ -155,8 +154,17 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
                 &t.secondary,
                 t.seed,
                 t.time_limit_s,
+                t.singleton_rule,
                 apriori.as_ref(),
             )?);
+            if !t.singleton_rule {
+                let w = format!(
+                    "table `{}`: secondary.singleton = false: a singleton respondent may recover sensitive cells",
+                    t.name
+                );
+                progress.warn(&w);
+                report.warnings.push(w);
+            }
             timings.insert("secondary".to_string(), start.elapsed().as_secs_f64());
             stage.finish();
         } else {
@@ -179,6 +187,13 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     staging.commit().await?;
     Ok(Summary { output, report })
 }
+
+/// Stage timings of one table.
+type Timings = BTreeMap<String, f64>;
+
+/// A table of a `[[linked]]` group waiting for the rest of its group: assessed cells, its
+/// a-priori file and its timings so far.
+type PendingTable = (AssessedTable, Option<crate::secondary::AprioriFile>, Timings);
 
 /// Writes one protected table into the staging directory and adds its report.
 fn write_table(
@@ -203,26 +218,32 @@ fn write_table(
 fn protect_linked_group(
     job: &Job,
     group: &[String],
-    pending: &mut HashMap<String, (AssessedTable, Option<crate::secondary::AprioriFile>, BTreeMap<String, f64>)>,
+    pending: &mut HashMap<String, PendingTable>,
     staging: &Path,
     report: &mut Report,
     progress: &Progress,
 ) -> Result<()> {
     let jobs: Vec<&TableJob> = job.tables.iter().filter(|t| group.contains(&t.name)).collect();
-    let mut entries: Vec<(&TableJob, AssessedTable, Option<crate::secondary::AprioriFile>, BTreeMap<String, f64>)> =
-        jobs.iter()
-            .map(|t| {
-                let (a, f, tm) = pending.remove(&t.name).expect("every table of the group is pending");
-                (*t, a, f, tm)
-            })
-            .collect();
+    let mut entries: Vec<(&TableJob, AssessedTable, Option<crate::secondary::AprioriFile>, Timings)> = jobs
+        .iter()
+        .map(|t| {
+            let (a, f, tm) = pending.remove(&t.name).expect("every table of the group is pending");
+            (*t, a, f, tm)
+        })
+        .collect();
     let first = jobs[0];
     let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
     let start = Instant::now();
     let protections = {
         let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =
             entries.iter_mut().map(|(t, a, f, _)| (t.name.as_str(), a, f.as_ref())).collect();
-        crate::secondary::protect_linked(&mut refs, &first.secondary, first.seed, first.time_limit_s)?
+        crate::secondary::protect_linked(
+            &mut refs,
+            &first.secondary,
+            first.seed,
+            first.time_limit_s,
+            first.singleton_rule,
+        )?
     };
     let secs = start.elapsed().as_secs_f64();
     stage.finish();

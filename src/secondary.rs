@@ -68,12 +68,12 @@ pub fn protect(
     seed: u64,
     time_limit_s: f64,
 ) -> Result<Protection> {
-    protect_with(table_name, a, method_name, seed, time_limit_s, None)
+    protect_with(table_name, a, method_name, seed, time_limit_s, true, None)
 }
 
-fn solver_options(method_name: &str, seed: u64, time_limit_s: f64) -> Result<ProtectOptions> {
+fn solver_options(method_name: &str, seed: u64, time_limit_s: f64, singleton_rule: bool) -> Result<ProtectOptions> {
     let method = method(method_name).ok_or_else(|| Error::Internal(format!("unknown method {method_name}")))?;
-    Ok(ProtectOptions { method, seed, time_limit_s, ..Default::default() })
+    Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
 }
 
 fn protection_error(table_name: &str, e: SuppressError) -> Error {
@@ -122,17 +122,18 @@ pub fn to_table_with(a: &AssessedTable, apriori: Option<&AprioriFile>) -> Result
 }
 
 /// Protects `a` in place with the named method, with a-priori information (see
-/// [`read_apriori`]); returns the solver's protection summary. Status changes of `apriori`
-/// must already be applied with [`apply_apriori_statuses`].
+/// [`read_apriori`]) and the singleton rule on or off; returns the solver's protection summary.
+/// Status changes of `apriori` must already be applied with [`apply_apriori_statuses`].
 pub fn protect_with(
     table_name: &str,
     a: &mut AssessedTable,
     method_name: &str,
     seed: u64,
     time_limit_s: f64,
+    singleton_rule: bool,
     apriori: Option<&AprioriFile>,
 ) -> Result<Protection> {
-    let opts = solver_options(method_name, seed, time_limit_s)?;
+    let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let table = to_table_with(a, apriori)?;
     let p = suppress::protect(&table, &opts).map_err(|e| protection_error(table_name, e))?;
     check_clean(table_name, &p)?;
@@ -148,10 +149,11 @@ pub fn protect_linked(
     method_name: &str,
     seed: u64,
     time_limit_s: f64,
+    singleton_rule: bool,
 ) -> Result<Vec<Protection>> {
     let names: Vec<&str> = tables.iter().map(|t| t.0).collect();
     let group = names.join(", ");
-    let opts = solver_options(method_name, seed, time_limit_s)?;
+    let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let ps = suppress::protect_linked(&models, &opts).map_err(|e| protection_error(&group, e))?;
     for p in &ps {
