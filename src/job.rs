@@ -652,4 +652,20 @@ dir = "out"
             "{m}"
         );
     }
+
+    #[test]
+    fn apriori_and_linked_keys() {
+        let text = OK.replace("secondary = { method = \"none\" }", "secondary = { method = \"fast\", singleton = false }\napriori = \"missing.hst\"\napriori_separator = \";;\"")
+            + "[[linked]]\ntables = [\"salary\", \"other\"]\n";
+        let m = Job::parse(Path::new("j.toml"), &text).unwrap_err().to_string();
+        assert!(m.contains("3 errors"), "{m}");
+        assert!(m.contains("apriori = \"missing.hst\": file not found"), "{m}");
+        assert!(m.contains("apriori_separator = \";;\""), "{m}");
+        assert!(m.contains("no [[table]] named \"other\""), "{m}");
+        let j =
+            Job::parse(Path::new("j.toml"), &OK.replace("method = \"none\"", "method = \"fast\", singleton = false"))
+                .unwrap();
+        assert!(!j.tables[0].singleton_rule);
+        assert!(j.linked.is_empty());
+    }
 }

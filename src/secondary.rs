@@ -399,3 +399,72 @@ pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &Aprior
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims() -> Vec<Dimension> {
+        vec![
+            Dimension {
+                name: "geo".into(),
+                codes: ["Total", "01", "0101", "0102"].map(String::from).to_vec(),
+                parent: vec![None, Some(0), Some(1), Some(1)],
+            },
+            Dimension::flat("sex", &["1", "2"]),
+        ]
+    }
+
+    fn read(text: &str, sep: u8) -> Result<AprioriFile> {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.hst");
+        std::fs::write(&p, text).unwrap();
+        read_apriori(&p, sep, &dims())
+    }
+
+    #[test]
+    fn reads_every_tau_argus_change() {
+        let f = read("# comment\n0101;1;m\n\n01;;ML\nTotal;2;P\n0102;Total;S\n0101;2;U\n0102;1;W;2.5\n0102;2;PL;3;4;1\n0101;Total;AB;0;99\n", b';')
+            .unwrap();
+        let got: Vec<(usize, Vec<u32>, AprioriChange)> =
+            f.lines.iter().map(|l| (l.line, l.coord.clone(), l.change.clone())).collect();
+        use AprioriAction::*;
+        use AprioriChange::*;
+        assert_eq!(
+            got,
+            vec![
+                (2, vec![2, 1], Action(ForceSuppress)),
+                (4, vec![1, 0], Action(ForceSuppress)),
+                (5, vec![0, 2], Action(ForcePublish)),
+                (6, vec![3, 0], Safe),
+                (7, vec![2, 2], Unsafe),
+                (8, vec![3, 1], Action(Cost(2.5))),
+                (9, vec![3, 2], Action(Protection { lpl: 3.0, upl: 4.0, spl: 1.0 })),
+                (10, vec![2, 0], Action(Bounds { lower: 0.0, upper: 99.0 })),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_all_reported_with_line_and_code() {
+        let e = read("0101,1,M\n0103,1,M\n0101,3,M\n0101,1\n0101,1,PL,1\n0101,1,C,x\n", b',').unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        for want in [
+            "x.hst:2",
+            "\"0103\"",
+            "did you mean \"0101\"",
+            "x.hst:3",
+            "variable `sex`",
+            "x.hst:4",
+            "found 2 fields",
+            "x.hst:5",
+            "takes [2, 3] numbers",
+            "x.hst:6",
+            "\"x\"",
+        ] {
+            assert!(m.contains(want), "want {want:?} in {m}");
+        }
+        assert!(!m.contains("x.hst:1:"), "{m}");
+    }
+}
