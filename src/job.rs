@@ -35,6 +35,19 @@ pub struct JobSpec {
     /// Query-engine settings (default: local DataFusion with one partition per core).
     #[serde(default)]
     pub engine: EngineSpec,
+    /// Groups of linked tables protected jointly (tau-Argus "linked tables"; default: none).
+    #[serde(default)]
+    pub linked: Vec<LinkedSpec>,
+}
+
+/// `[[linked]]`: tables of this job protected together, so a cell they share (same codes of
+/// the same variables, e.g. `(geo, Total)` in geo×nace and geo×size) gets one status in all of
+/// them and the attacker-LP audit runs on the union of their relations.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkedSpec {
+    /// Names of the `[[table]]`s (at least two) protected jointly.
+    pub tables: Vec<String>,
 }
 
 /// `[input]`.
@@ -88,6 +101,13 @@ pub struct TableSpec {
     /// Source: a view name or a `.sql` file with a query (default: the last prelude view, or
     /// `microdata`).
     pub source: Option<String>,
+    /// tau-Argus a-priori file (`.hst`): cells by their codes with a change — `S`, `U`, `P`,
+    /// `M`/`ML`, `C`/`W` cost, `PL` protection levels, `AB` attacker bounds (default: none).
+    #[serde(default)]
+    pub apriori: Option<String>,
+    /// Field separator of the a-priori file (default `,`; tau-Argus files often use `;`).
+    #[serde(default)]
+    pub apriori_separator: Option<String>,
 }
 
 /// `[[microaggregation]]`: numeric (MDAV family) or nominal (two-step k-anonymity).
@@ -138,6 +158,11 @@ pub struct SecondarySpec {
     pub seed: Option<u64>,
     /// Time limit in seconds for iterative methods (default 600).
     pub time_limit_s: Option<f64>,
+    /// Enforce the singleton rule: a sensitive cell may not be protected only by a cell whose
+    /// single respondent can subtract its own value (default true; tau-Argus MOD's singleton
+    /// options). `false` only for comparisons with tools that do not apply it.
+    #[serde(default)]
+    pub singleton: Option<bool>,
 }
 
 /// `[output]`.
@@ -198,8 +223,14 @@ pub struct TableJob {
     pub seed: u64,
     /// Time limit of iterative methods.
     pub time_limit_s: f64,
+    /// Whether methods and audits enforce the singleton rule.
+    pub singleton_rule: bool,
     /// Source view or SQL file.
     pub source: Option<TableSource>,
+    /// A-priori file, if any.
+    pub apriori: Option<PathBuf>,
+    /// Field separator of the a-priori file.
+    pub apriori_separator: u8,
 }
 
 /// Where a table's records come from.
@@ -236,6 +267,8 @@ pub struct Job {
     pub target_partitions: usize,
     /// Engine memory limit in bytes.
     pub memory_limit: Option<usize>,
+    /// Groups of linked tables (names of tables protected jointly), each with ≥ 2 tables.
+    pub linked: Vec<Vec<String>>,
 }
 
 impl Job {
@@ -364,6 +397,19 @@ impl Job {
                     TableSource::View(s.clone())
                 }
             });
+            if let Some(a) = &t.apriori {
+                exists(&format!("{key}.apriori"), a, &mut errs);
+            } else if t.apriori_separator.is_some() {
+                errs.push(jerr(format!("{key}.apriori_separator: only applies with `apriori`")));
+            }
+            let apriori_separator = match t.apriori_separator.as_deref() {
+                None => b',',
+                Some(d) if d.len() == 1 => d.as_bytes()[0],
+                Some(d) => {
+                    errs.push(jerr(format!("{key}.apriori_separator = {d:?}: expected a single character")));
+                    b','
+                }
+            };
             if let Some(safety) = safety {
                 tables.push(TableJob {
                     name: t.name.clone(),
@@ -375,7 +421,10 @@ impl Job {
                     secondary: t.secondary.method.clone(),
                     seed: t.secondary.seed.unwrap_or(1),
                     time_limit_s: t.secondary.time_limit_s.unwrap_or(600.0),
+                    singleton_rule: t.secondary.singleton.unwrap_or(true),
                     source,
+                    apriori: t.apriori.as_ref().map(PathBuf::from),
+                    apriori_separator,
                 });
             }
         }
@@ -383,6 +432,7 @@ impl Job {
         for (i, m) in spec.microaggregation.iter().enumerate() {
             validate_microaggregation(i, m, &mut names, &mut errs, path);
         }
+        let linked = validate_linked(&spec.linked, &spec.table, &mut errs, path);
 
         let e = &spec.engine;
         let mode = match (e.mode.as_deref(), &e.cluster) {
@@ -419,8 +469,66 @@ impl Job {
                 .target_partitions
                 .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
             memory_limit: e.memory_limit_mb.map(|m| m * 1024 * 1024),
+            linked,
         })
     }
+}
+
+/// Checks `[[linked]]` groups: known, distinct tables, each in at most one group, with one
+/// response variable and one secondary method (not `none`) per group.
+fn validate_linked(
+    groups: &[LinkedSpec],
+    tables: &[TableSpec],
+    errs: &mut Vec<Error>,
+    path: &Path,
+) -> Vec<Vec<String>> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (g, l) in groups.iter().enumerate() {
+        let key = format!("linked[{g}].tables");
+        let mut err = |m: String| errs.push(Error::job(path, format!("{key}: {m}")));
+        if l.tables.len() < 2 {
+            err(format!("link at least two tables, got {:?}", l.tables));
+        }
+        let mut members = Vec::new();
+        for name in &l.tables {
+            match tables.iter().find(|t| &t.name == name) {
+                None => {
+                    let hint = nearest(name, tables.iter().map(|t| t.name.as_str()))
+                        .map(|n| format!(" (did you mean {n:?}?)"))
+                        .unwrap_or_default();
+                    err(format!("no [[table]] named {name:?}{hint}"));
+                }
+                Some(t) => {
+                    if let Some(prev) = seen.insert(name.as_str(), g) {
+                        err(format!("table {name:?} is already in linked[{prev}] (a table links into one group)"));
+                    }
+                    members.push(t);
+                }
+            }
+        }
+        if let Some(first) = members.first() {
+            for t in &members[1..] {
+                if t.response != first.response {
+                    err(format!(
+                        "tables {:?} and {:?} have different responses ({:?} vs {:?}); linked tables share one response",
+                        first.name, t.name, first.response, t.response
+                    ));
+                }
+                if t.secondary.method != first.secondary.method {
+                    err(format!(
+                        "tables {:?} and {:?} have different secondary methods ({:?} vs {:?}); linked tables are protected by one",
+                        first.name, t.name, first.secondary.method, t.secondary.method
+                    ));
+                }
+            }
+            if first.secondary.method == "none" {
+                err("linked tables need a secondary method other than \"none\"".into());
+            }
+        }
+        out.push(l.tables.clone());
+    }
+    out
 }
 
 fn validate_microaggregation(
@@ -538,5 +646,21 @@ dir = "out"
             m.contains("percentage") && m.contains("did you mean \"none\"") && m.contains("did you mean \"geo\""),
             "{m}"
         );
+    }
+
+    #[test]
+    fn apriori_and_linked_keys() {
+        let text = OK.replace("secondary = { method = \"none\" }", "secondary = { method = \"fast\", singleton = false }\napriori = \"missing.hst\"\napriori_separator = \";;\"")
+            + "[[linked]]\ntables = [\"salary\", \"other\"]\n";
+        let m = Job::parse(Path::new("j.toml"), &text).unwrap_err().to_string();
+        assert!(m.contains("3 errors"), "{m}");
+        assert!(m.contains("apriori = \"missing.hst\": file not found"), "{m}");
+        assert!(m.contains("apriori_separator = \";;\""), "{m}");
+        assert!(m.contains("no [[table]] named \"other\""), "{m}");
+        let j =
+            Job::parse(Path::new("j.toml"), &OK.replace("method = \"none\"", "method = \"fast\", singleton = false"))
+                .unwrap();
+        assert!(!j.tables[0].singleton_rule);
+        assert!(j.linked.is_empty());
     }
 }

@@ -23,6 +23,7 @@
 //! plans that contain them.
 #![warn(missing_docs)]
 
+pub mod audit_cmd;
 pub mod dist;
 pub mod engine;
 pub mod error;

@@ -38,6 +38,24 @@ enum Command {
     },
     /// One-line protection of one table (tau-Argus batch syntax).
     Protect(ProtectArgs),
+    /// Attacker-LP audit of a written table (OUT/<table>/cells.parquet); exit 1 when a
+    /// sensitive cell is under-protected.
+    Audit {
+        /// The table's cells.parquet.
+        cells: PathBuf,
+        /// The job file that produced it (hierarchies, safety rules, a-priori file).
+        #[arg(long)]
+        job: PathBuf,
+        /// Table name in the job (default: the directory holding cells.parquet).
+        #[arg(long)]
+        table: Option<String>,
+        /// Write the per-cell intervals to this file (.json → JSON, else CSV).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Only prove the protection levels (faster) instead of exact feasibility intervals.
+        #[arg(long)]
+        levels_only: bool,
+    },
     /// One-line microaggregation of one data set (numeric or nominal).
     Microaggregate(MicroaggregateArgs),
     /// Generate census-like synthetic microdata as Parquet parts.
@@ -257,6 +275,43 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             let j = protect_job(&a)?;
             execute(&j, a.engine.mode(), None, &progress, verbosity).await
         }
+        Command::Audit { cells, job, table, out, levels_only } => {
+            let j = Job::load(&job).with_context(|| format!("loading job {}", job.display()))?;
+            let o = sdcflow::audit_cmd::audit_output(&cells, &j, table.as_deref(), !levels_only)?;
+            if let Some(path) = &out {
+                sdcflow::audit_cmd::write_outcome(&o, path)?;
+            }
+            if verbosity > Verbosity::Quiet {
+                if out.is_none() {
+                    println!("{},status,value,lpl,upl,lo,hi,protected", o.variables.join(","));
+                    for c in &o.intervals {
+                        println!(
+                            "{},{},{},{},{},{},{},{}",
+                            c.codes.join(","),
+                            c.status,
+                            c.value,
+                            c.lpl,
+                            c.upl,
+                            c.lo,
+                            c.hi,
+                            c.protected
+                        );
+                    }
+                }
+                println!(
+                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {} attacker LPs",
+                    o.table,
+                    o.cells,
+                    o.suppressed,
+                    o.intervals.len(),
+                    o.under_protected.len(),
+                    o.singleton_violations.len(),
+                    o.published_sensitive.len(),
+                    o.lps_solved
+                );
+            }
+            Ok(o.check()?)
+        }
         Command::Microaggregate(a) => {
             let list =
                 |s: &str| s.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect::<Vec<_>>();
@@ -281,6 +336,7 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 }],
                 output: OutputSpec { dir: a.out.clone() },
                 engine: Default::default(),
+                linked: vec![],
             };
             let j = Job::from_spec(Path::new("<command line>"), spec)?;
             execute(&j, None, None, &progress, verbosity).await
@@ -405,11 +461,14 @@ fn protect_job(a: &ProtectArgs) -> anyhow::Result<Job> {
             contributor: a.contributor.clone(),
             weight: a.weight.clone(),
             safety: a.safety.clone(),
-            secondary: SecondarySpec { method: a.secondary.clone(), seed: None, time_limit_s: None },
+            secondary: SecondarySpec { method: a.secondary.clone(), seed: None, time_limit_s: None, singleton: None },
             source: None,
+            apriori: None,
+            apriori_separator: None,
         }],
         output: OutputSpec { dir: a.out.clone() },
         engine: Default::default(),
+        linked: vec![],
     };
     Ok(Job::from_spec(Path::new("<command line>"), spec)?)
 }
@@ -461,11 +520,14 @@ async fn bench_tabulate(
             contributor: Some("ent_id".into()),
             weight: None,
             safety: "NK(1,85)|FREQ(3,10)".into(),
-            secondary: SecondarySpec { method: "none".into(), seed: None, time_limit_s: None },
+            secondary: SecondarySpec { method: "none".into(), seed: None, time_limit_s: None, singleton: None },
             source: None,
+            apriori: None,
+            apriori_separator: None,
         }],
         output: OutputSpec { dir: out.clone() },
         engine: sdcflow::job::EngineSpec { target_partitions: Some(threads), ..Default::default() },
+        linked: vec![],
     };
     let job = Job::from_spec(Path::new("<bench>"), spec)?;
     let start = std::time::Instant::now();

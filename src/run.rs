@@ -6,6 +6,7 @@
 //! published.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::time::Instant;
 
 use crate::engine::{self, EngineOptions};
@@ -93,6 +94,8 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         ..Default::default()
     };
     let hierarchies: HashMap<_, _> = job.hierarchies.clone().into_iter().collect();
+    // Tables of a `[[linked]]` group wait here until the whole group is assessed.
+    let mut pending: HashMap<String, PendingTable> = HashMap::new();
     for t in &job.tables {
         let mut timings = BTreeMap::new();
         let source = match &t.source {
@@ -110,16 +113,19 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
             None => last_view.clone().unwrap_or_else(|| "microdata".into()),
         };
         let query = table_query(t, source);
-        let dir = staging.dir().join(&t.name);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let (tally, dims, protection) = if t.secondary == "none" {
+        let linked = job.linked.iter().find(|g| g.contains(&t.name));
+        if t.secondary == "none" {
             let w = format!(
                 "table `{}`: secondary = \"none\": primaries are suppressed but the table is NOT protected against recalculation from totals",
                 t.name
             );
             progress.warn(&w);
             report.warnings.push(w);
+        }
+        if t.secondary == "none" && t.apriori.is_none() && linked.is_none() {
             // Nothing needs the whole table: assess and write each chunk as it is tabulated.
+            let dir = staging.dir().join(&t.name);
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
             let start = Instant::now();
             let mut writer: Option<TableWriter> = None;
             let mut publish_s = 0.0;
@@ -141,28 +147,56 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
             let tally = writer.finish()?;
             timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64() - publish_s);
             timings.insert("primary_and_write".to_string(), publish_s);
-            (tally, empty.dims, None)
-        } else {
-            let start = Instant::now();
-            let cells = tabulate::tabulate(&ctx, &query, &hierarchies, progress).await?;
-            timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
-            let start = Instant::now();
-            let mut assessed = assess(t, cells);
-            timings.insert("primary".to_string(), start.elapsed().as_secs_f64());
+            report.tables.push(table_report(t, &tally, &empty.dims, None, timings));
+            continue;
+        }
+        let start = Instant::now();
+        let cells = tabulate::tabulate(&ctx, &query, &hierarchies, progress).await?;
+        timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        let mut assessed = assess(t, cells);
+        let apriori = match &t.apriori {
+            Some(path) => {
+                let dims = crate::secondary::dimensions(&assessed.cells);
+                let f = crate::secondary::read_apriori(path, t.apriori_separator, &dims)?;
+                crate::secondary::apply_apriori_statuses(&t.safety, &mut assessed, &f)?;
+                Some(f)
+            }
+            None => None,
+        };
+        timings.insert("primary".to_string(), start.elapsed().as_secs_f64());
+        if let Some(group) = linked {
+            pending.insert(t.name.clone(), (assessed, apriori, timings));
+            if group.iter().all(|n| pending.contains_key(n)) {
+                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress)?;
+            }
+            continue;
+        }
+        let mut protection = None;
+        if t.secondary != "none" {
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
-            let protection = crate::secondary::protect(&t.name, &mut assessed, &t.secondary, t.seed, t.time_limit_s)?;
+            protection = Some(crate::secondary::protect_with(
+                &t.name,
+                &mut assessed,
+                &t.secondary,
+                t.seed,
+                t.time_limit_s,
+                t.singleton_rule,
+                apriori.as_ref(),
+            )?);
+            if !t.singleton_rule {
+                let w = format!(
+                    "table `{}`: secondary.singleton = false: a singleton respondent may recover sensitive cells",
+                    t.name
+                );
+                progress.warn(&w);
+                report.warnings.push(w);
+            }
             timings.insert("secondary".to_string(), start.elapsed().as_secs_f64());
             stage.finish();
-            let start = Instant::now();
-            let c = &assessed.cells;
-            let mut writer = TableWriter::create(&dir, &t.explanatory, &c.dims, c.weight.is_some())?;
-            writer.write(&assessed)?;
-            let tally = writer.finish()?;
-            timings.insert("write".to_string(), start.elapsed().as_secs_f64());
-            (tally, assessed.cells.dims, Some(protection))
-        };
-        report.tables.push(table_report(t, &tally, &dims, protection.as_ref(), timings));
+        }
+        write_table(staging.dir(), t, &assessed, protection.as_ref(), timings, &mut report)?;
     }
     for m in &job.microaggregations {
         let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress).await?;
@@ -173,6 +207,82 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     std::fs::write(&rp, json).map_err(|e| Error::io(&rp, e))?;
     staging.commit().await?;
     Ok(Summary { output, report })
+}
+
+/// Stage timings of one table.
+type Timings = BTreeMap<String, f64>;
+
+/// A table of a `[[linked]]` group waiting for the rest of its group: assessed cells, its
+/// a-priori file and its timings so far.
+type PendingTable = (AssessedTable, Option<crate::secondary::AprioriFile>, Timings);
+
+/// Writes one protected table into the staging directory and adds its report.
+fn write_table(
+    staging: &Path,
+    t: &TableJob,
+    assessed: &AssessedTable,
+    protection: Option<&crate::suppress::Protection>,
+    mut timings: BTreeMap<String, f64>,
+    report: &mut Report,
+) -> Result<()> {
+    let start = Instant::now();
+    let dir = staging.join(&t.name);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let c = &assessed.cells;
+    let mut writer = TableWriter::create(&dir, &t.explanatory, &c.dims, c.weight.is_some())?;
+    writer.write(assessed)?;
+    let tally = writer.finish()?;
+    timings.insert("write".to_string(), start.elapsed().as_secs_f64());
+    report.tables.push(table_report(t, &tally, &c.dims, protection, timings));
+    Ok(())
+}
+
+/// Protects a complete `[[linked]]` group jointly and writes its tables (in job order).
+fn protect_linked_group(
+    job: &Job,
+    group: &[String],
+    pending: &mut HashMap<String, PendingTable>,
+    staging: &Path,
+    report: &mut Report,
+    progress: &Progress,
+) -> Result<()> {
+    let jobs: Vec<&TableJob> = job.tables.iter().filter(|t| group.contains(&t.name)).collect();
+    let mut entries: Vec<(&TableJob, AssessedTable, Option<crate::secondary::AprioriFile>, Timings)> = jobs
+        .iter()
+        .map(|t| {
+            let (a, f, tm) = pending.remove(&t.name).expect("every table of the group is pending");
+            (*t, a, f, tm)
+        })
+        .collect();
+    let first = jobs[0];
+    let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
+    let start = Instant::now();
+    let protections = {
+        let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =
+            entries.iter_mut().map(|(t, a, f, _)| (t.name.as_str(), a, f.as_ref())).collect();
+        crate::secondary::protect_linked(
+            &mut refs,
+            &first.secondary,
+            first.seed,
+            first.time_limit_s,
+            first.singleton_rule,
+        )?
+    };
+    let secs = start.elapsed().as_secs_f64();
+    stage.finish();
+    for ((t, a, _, mut tm), p) in entries.into_iter().zip(&protections) {
+        tm.insert("secondary".to_string(), secs);
+        write_table(staging, t, &a, Some(p), tm, report)?;
+        if let Some(r) = report.tables.last_mut() {
+            r.audit = format!(
+                "passed (joint audit of linked tables {}): {} sensitive cells, attacker LPs solved: {}, 0 under-protected",
+                group.join(", "),
+                p.audit.sensitive,
+                p.audit.lps_solved
+            );
+        }
+    }
+    Ok(())
 }
 
 fn table_report(

@@ -1,10 +1,12 @@
 //! sdcflow integration tests: one binary, modules by feature (like ripgrep's `tests/`).
 
+mod apriori;
 mod bad_input;
 mod cli;
 mod common;
 mod deploy;
 mod engines;
+mod linked;
 mod microagg;
 mod s3;
 mod secondary;

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Side-by-side secondary cell suppression: tau-Argus (pytauargus) vs sdcflow on the same data.
+
+What it does, for each table size (`mid`: 3 dims, two hierarchical, ~11 k cells, ~1.7 k
+primaries; `small`: 3 dims, <= 500 cells, for `optimal`):
+
+1. writes seeded microdata as Parquet (numpy; one record per contributor, geometric contributor counts, log-normal values)
+   and the tau-Argus `.hrc` files of the two hierarchical variables;
+2. runs sdcflow (`sdcflow run`, one job per method) and tau-Argus through pytauargus
+   (`MOD(1)` modular, `OPT(1)` optimal) on the same records, rule `FREQ(3,10)`
+   (primary when fewer than 3 contributors; protection level 10 % of the cell value), cost =
+   cell value for both;
+3. audits every result with `sdcflow audit` — for tau-Argus, its cell statuses are joined onto
+   sdcflow's tabulation of the same table (codes, value, freq, top contributions, protection
+   levels) and written as a `cells.parquet`;
+4. prints one table: cells, primaries, secondaries, suppressed value share (Σ suppressed cell
+   values / Σ all cell values, computed here the same way for both tools), wall time, audit.
+
+Usage (needs `pip install "pytauargus[parquet,dataframe]"` and a built sdcflow binary):
+
+    python3 benches/tauargus_compare.py --sdcflow ~/.cache/sdcflow-target/ci/sdcflow \
+        --work /tmp/tacmp --sizes mid,small --tau 'MOD;OPT;MOD(1,5,1,1,1)' \
+        --methods fast,modular,tabu,optimal,fast-nosingleton
+
+`--time-limit` is sdcflow's per-method budget (s); `optimal` is only run on tables of at
+most 2 000 cells (sdcflow refuses larger ones). A `-nosingleton` suffix runs the method with
+`secondary.singleton = false`, like tau-Argus's `MOD(1)`/`OPT(1)` defaults (pytauargus
+`MOD(1)` has its singleton options off); `MOD(1,T,1,1,1)` turns them on. Every result is
+audited with the singleton rule on, and the audit column says which check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SIZES = {
+    # (groups, children) per hierarchical variable (levels [1, 1]), flat categories, density,
+    # mean contributors per nonempty leaf, seed
+    "mid": {"a": (5, 6), "b": (4, 5), "c": 12, "density": 0.9, "mean_freq": 7.0, "seed": 42},
+    "small": {"a": (3, 3), "b": (2, 3), "c": 3, "density": 0.9, "mean_freq": 6.0, "seed": 7},
+}
+SAFETY = "FREQ(3,10)"
+
+
+def hier_codes(groups: int, children: int) -> list[tuple[str, list[str]]]:
+    return [(f"{g + 1}", [f"{g + 1}{c + 1}" for c in range(children)]) for g in range(groups)]
+
+
+def generate(size: str, work: Path) -> Path:
+    """Seeded microdata: one record per contributor; returns the Parquet path."""
+    spec = SIZES[size]
+    rng = np.random.default_rng(spec["seed"])
+    a_leaves = [c for _, cs in hier_codes(*spec["a"]) for c in cs]
+    b_leaves = [c for _, cs in hier_codes(*spec["b"]) for c in cs]
+    c_codes = [f"{k + 1:02d}" for k in range(spec["c"])]
+    cols: dict[str, list] = {"a": [], "b": [], "c": [], "value": []}
+    for a in a_leaves:
+        for b in b_leaves:
+            for c in c_codes:
+                if rng.random() > spec["density"]:
+                    continue
+                n = int(rng.geometric(1.0 / spec["mean_freq"]))  # mean mean_freq, P(n < 3) ≈ 27 %
+                vals = np.round(rng.lognormal(mean=6.0, sigma=1.0, size=n), 2)
+                cols["a"] += [a] * n
+                cols["b"] += [b] * n
+                cols["c"] += [c] * n
+                cols["value"] += vals.tolist()
+    d = work / size
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / "micro.parquet"
+    pq.write_table(pa.table(cols), path)
+    for var in ("a", "b"):
+        with open(d / f"{var}.hrc", "w") as f:
+            for g, cs in hier_codes(*spec[var]):
+                f.write(f"{g}\n")
+                for c in cs:
+                    f.write(f"@{c}\n")
+    return path
+
+
+def job_text(size_dir: Path, method: str, time_limit: float, singleton: bool = True) -> str:
+    name = method if singleton else f"{method}-nosingleton"
+    return f"""
+[input]
+microdata = "{size_dir / 'micro.parquet'}"
+[[hierarchy]]
+variable = "a"
+file = "{size_dir / 'a.hrc'}"
+[[hierarchy]]
+variable = "b"
+file = "{size_dir / 'b.hrc'}"
+[[table]]
+name = "t"
+explanatory = ["a", "b", "c"]
+response = "value"
+safety = "{SAFETY}"
+secondary = {{ method = "{method}", seed = 1, time_limit_s = {time_limit}, singleton = {str(singleton).lower()} }}
+[output]
+dir = "{size_dir / ('out_' + name)}"
+"""
+
+
+def share(values: list[float], suppressed: list[bool]) -> float:
+    total = sum(abs(v) for v in values)
+    return sum(abs(v) for v, s in zip(values, suppressed) if s) / total if total else 0.0
+
+
+def audit(sdcflow: str, cells: Path, job: Path) -> str:
+    """`sdcflow audit` with the singleton rule on; the counts of each kind of finding."""
+    r = subprocess.run([sdcflow, "-q", "audit", str(cells), "--job", str(job), "--table", "t",
+                        "--levels-only"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return "clean"
+    msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    if "audit failed:" not in msg:
+        return f"ERROR (exit {r.returncode}): {msg[:200]}"
+    # keep the counts, not the cell lists
+    parts = [p.split(":")[0].strip() for p in msg.split("audit failed:")[-1].split(";")]
+    intervals = "" if "under-protected" in msg else "intervals ok, "
+    return f"FAILED (exit {r.returncode}): {intervals}" + "; ".join(parts)
+
+
+def run_sdcflow(sdcflow: str, size_dir: Path, name: str, time_limit: float) -> dict:
+    """`name` is a method, optionally with `-nosingleton` (singleton rule off)."""
+    method = name.removesuffix("-nosingleton")
+    job = size_dir / f"job_{name}.toml"
+    job.write_text(job_text(size_dir, method, time_limit, singleton=not name.endswith("-nosingleton")))
+    out = size_dir / f"out_{name}"
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    t0 = time.perf_counter()
+    r = subprocess.run([sdcflow, "-q", "run", str(job)], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        return {"tool": "sdcflow", "method": name, "error": r.stderr.strip()[-300:], "time": wall}
+    rep = json.loads((out / "report.json").read_text())["tables"][0]
+    t = pq.read_table(out / "t" / "cells.parquet").to_pydict()
+    sup = [s in ("U", "M") for s in t["status"]]
+    return {
+        "tool": "sdcflow",
+        "method": name,
+        "cells": len(sup),
+        "primaries": rep["primaries"],
+        "secondaries": rep["secondaries"],
+        "share": share(t["value"], sup),
+        "time": wall,
+        "secondary_time": rep["timings_s"].get("secondary"),
+        "audit": audit(sdcflow, out / "t" / "cells.parquet", size_dir / "job_none.toml"),
+    }
+
+
+def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
+    """Runs pytauargus with suppression `spec` (`MOD` → `MOD(1)`, or a full tau-Argus spec such
+    as `MOD(1,5,1,1,1)` = singleton options on) and audits its statuses on sdcflow's tabulation."""
+    method = spec if "(" in spec else f"{spec}(1)"
+    try:
+        from pytauargus import protect
+    except ImportError as e:  # pragma: no cover - reported in the table
+        return {"tool": "tau-Argus", "method": method, "error": f"pytauargus not importable: {e}"}
+    import pandas as pd
+
+    micro = pd.read_parquet(size_dir / "micro.parquet")
+    wd = size_dir / ("tau_" + "".join(ch if ch.isalnum() else "_" for ch in method))
+    subprocess.run(["rm", "-rf", str(wd)], check=True)
+    t0 = time.perf_counter()
+    try:
+        res = protect(micro, ["a", "b", "c"], response="value", safety_rules=SAFETY,
+                      suppress=method, hrc={"a": str(size_dir / "a.hrc"), "b": str(size_dir / "b.hrc")},
+                      hierleadstring="@", totcode="Total", workdir=str(wd))
+    except Exception as e:  # noqa: BLE001 - any engine failure is a result to report
+        return {"tool": "tau-Argus", "method": method, "error": f"{type(e).__name__}: {e}",
+                "time": time.perf_counter() - t0}
+    wall = time.perf_counter() - t0
+    rows = res.tables[0].rows
+    tau = {(r["a"], r["b"], r["c"]): r["status"] for r in rows}
+    # Join onto sdcflow's own tabulation of the same table (method none = primaries only).
+    base = pq.read_table(size_dir / "out_none" / "t" / "cells.parquet")
+    d = base.to_pydict()
+    status, missing = [], 0
+    for i in range(base.num_rows):
+        k = (d["a"][i], d["b"][i], d["c"][i])
+        s = tau.get(k)
+        if s is None:
+            missing += 1
+            s = "S"
+        status.append({"U": "U", "M": "M"}.get(s, "Z" if d["value"][i] == 0 else "S"))
+    d["status"] = status
+    cells = wd / "t" / "cells.parquet"
+    cells.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(d, schema=base.schema), cells)
+    sup = [s in ("U", "M") for s in status]
+    return {
+        "tool": "tau-Argus",
+        "method": method,
+        "cells": len(sup),
+        "primaries": status.count("U"),
+        "secondaries": status.count("M"),
+        "share": share(d["value"], sup),
+        "time": wall,
+        "audit": audit(sdcflow, cells, size_dir / "job_none.toml")
+        + (f" ({missing} sdcflow cells missing in tau-Argus output)" if missing else ""),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sdcflow", default=os.path.expanduser("~/.cache/sdcflow-target/ci/sdcflow"))
+    ap.add_argument("--work", default="/tmp/tauargus_compare")
+    ap.add_argument("--sizes", default="mid,small")
+    ap.add_argument("--methods", default="fast,modular,tabu,optimal")
+    ap.add_argument("--tau", default="MOD;OPT", help="`;`-separated tau-Argus specs")
+    ap.add_argument("--time-limit", type=float, default=20.0)
+    args = ap.parse_args()
+    work = Path(args.work).resolve()
+    results = []
+    for size in [s for s in args.sizes.split(",") if s]:
+        size_dir = generate(size, work).parent
+        base = run_sdcflow(args.sdcflow, size_dir, "none", args.time_limit)
+        if "error" in base:
+            print(f"{size}: sdcflow tabulation failed: {base['error']}", file=sys.stderr)
+            return 1
+        for m in [m for m in args.methods.split(",") if m]:
+            if m.startswith("optimal") and base["cells"] > 2000:
+                continue
+            r = run_sdcflow(args.sdcflow, size_dir, m, args.time_limit)
+            results.append((size, r))
+            print(size, json.dumps(r), flush=True)
+        for m in [m for m in args.tau.split(";") if m]:
+            r = run_tauargus(args.sdcflow, size_dir, m)
+            results.append((size, r))
+            print(size, json.dumps(r), flush=True)
+    print()
+    print("| table | tool | method | cells | primaries | secondaries | suppressed value | time | audit |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size, r in results:
+        if "error" in r:
+            print(f"| {size} | {r['tool']} | {r['method']} | – | – | – | – | {r.get('time', 0):.1f} s | "
+                  f"ERROR: {r['error'][:200]} |")
+            continue
+        print(f"| {size} | {r['tool']} | {r['method']} | {r['cells']} | {r['primaries']} | {r['secondaries']} | "
+              f"{100 * r['share']:.2f} % | {r['time']:.1f} s | {r['audit']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+//! Linked tables in a job (`[[linked]]`): common cells get one status and the joint audit holds.
+
+use crate::apriori::{rewrite_cells, setup};
+use crate::common::*;
+
+/// `a` = dept × sex with a manual primary on (0102, Total); `b` = dept × age_band. The cell
+/// (0102, Total) is common to both. `linked` adds the `[[linked]]` group.
+fn job(data: &std::path::Path, out: &str, method: &str, linked: bool) -> String {
+    let link = if linked { "[[linked]]\ntables = [\"a\", \"b\"]\n" } else { "" };
+    format!(
+        r#"
+[input]
+microdata = "{data}"
+sql = ["prep.sql"]
+[[hierarchy]]
+variable = "dept"
+levels = [2, 2]
+[[table]]
+name = "a"
+explanatory = ["dept", "sex"]
+response = "salary"
+contributor = "ent_id"
+safety = "NK(1,85)|FREQ(3,10)|MAN(10)"
+secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
+apriori = "man.hst"
+[[table]]
+name = "b"
+explanatory = ["dept", "age_band"]
+response = "salary"
+contributor = "ent_id"
+safety = "NK(1,85)|FREQ(3,10)"
+secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
+{link}
+[output]
+dir = "{out}"
+"#,
+        data = data.display()
+    )
+}
+
+#[test]
+fn linked_tables_share_statuses_of_common_cells_and_pass_the_joint_audit() {
+    let d = tempfile::tempdir().unwrap();
+    let data = setup(d.path());
+    std::fs::write(d.path().join("man.hst"), "0102,Total,U\n").unwrap();
+    let common = vec!["0102".to_string(), "Total".to_string()];
+    // Unlinked, table b knows nothing of a's manual primary and publishes the common cell.
+    write_job(d.path(), &job(&data, "apart", "fast", false));
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let b = read_cells(&d.path().join("apart/b/cells.parquet"), 2);
+    assert_eq!(b[&common].status, "S");
+    for method in ["fast", "modular"] {
+        let out = format!("out_{method}");
+        write_job(d.path(), &job(&data, &out, method, true));
+        let (code, stdout, err) = run(&["run", "job.toml"], d.path());
+        assert_eq!(code, 0, "{method}: {err}");
+        assert!(stdout.contains("joint audit of linked tables a, b"), "{stdout}");
+        let a = read_cells(&d.path().join(format!("{out}/a/cells.parquet")), 2);
+        let b = read_cells(&d.path().join(format!("{out}/b/cells.parquet")), 2);
+        assert_eq!(a[&common].status, "U");
+        assert_eq!(b[&common].status, "M", "{method}: the common cell is suppressed in b too");
+        // Every common cell (dept, Total) has one status (suppressed or not) in both tables.
+        let mut n = 0;
+        for (k, ca) in a.iter().filter(|(k, _)| k[1] == "Total") {
+            let cb = &b[k];
+            assert_eq!(ca.status == "U" || ca.status == "M", cb.status == "U" || cb.status == "M", "{method}: {k:?}");
+            assert!((ca.value - cb.value).abs() < 1e-6 * ca.value.abs().max(1.0));
+            n += 1;
+        }
+        assert!(n > 20);
+        // Each table's own audit is clean...
+        for t in ["a", "b"] {
+            let (code, o, e) = run(&["audit", &format!("{out}/{t}/cells.parquet"), "--job", "job.toml"], d.path());
+            assert_eq!(code, 0, "{method} {t}: {o}\n{e}");
+        }
+        // ...and b alone protects a's sensitive cell: mark it sensitive in b with a's levels and
+        // audit b independently.
+        let lpl = a[&common].lpl;
+        assert!(lpl > 0.0);
+        rewrite_cells(
+            &d.path().join(format!("{out}/b/cells.parquet")),
+            &d.path().join(format!("check_{method}/b/cells.parquet")),
+            2,
+            |codes, s, l, u| {
+                if codes == common.as_slice() {
+                    *s = "U".into();
+                    *l = lpl;
+                    *u = lpl;
+                }
+            },
+        );
+        let (code, o, e) = run(&["audit", &format!("check_{method}/b/cells.parquet"), "--job", "job.toml"], d.path());
+        assert_eq!(code, 0, "{method}: b does not protect a's primary: {o}\n{e}");
+    }
+}
+
+#[test]
+fn linked_groups_are_validated() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("man.hst"), "").unwrap();
+    std::fs::write(d.path().join("prep.sql"), "").unwrap();
+    let base = job(std::path::Path::new("data"), "out", "fast", false);
+    for (extra, want) in [
+        ("[[linked]]\ntables = [\"a\", \"c\"]\n", "no [[table]] named \"c\""),
+        ("[[linked]]\ntables = [\"a\"]\n", "at least two tables"),
+        ("[[linked]]\ntables = [\"a\", \"b\"]\n[[linked]]\ntables = [\"b\", \"a\"]\n", "already in linked[0]"),
+    ] {
+        write_job(d.path(), &format!("{extra}\n{base}"));
+        let (code, _, err) = run(&["run", "job.toml"], d.path());
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want), "want {want:?} in {err}");
+    }
+    let text =
+        format!("[[linked]]\ntables = [\"a\", \"b\"]\n{}", base.replacen("method = \"fast\"", "method = \"tabu\"", 1));
+    write_job(d.path(), &text);
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("different secondary methods"), "{err}");
+}
