@@ -67,6 +67,27 @@ pub struct Summary {
 
 /// Runs `job`. `mode` overrides the job's engine mode (e.g. `--cluster`).
 pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, progress: &Progress) -> Result<Summary> {
+    // Solver partitions hold unprotected cells: their scratch location is removed whatever
+    // the outcome (a failed removal fails an otherwise successful run).
+    let output = out.unwrap_or(&job.output);
+    let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(output, mode.as_ref().unwrap_or(&job.mode))?);
+    let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
+    let removed = match Arc::try_unwrap(solve_scratch) {
+        Ok(s) => s.remove().await,
+        Err(_) => Err(Error::Internal("solver scratch still in use at the end of the run".into())),
+    };
+    let summary = result?;
+    removed?;
+    Ok(summary)
+}
+
+async fn run_job_with(
+    job: &Job,
+    mode: Option<EngineMode>,
+    out: Option<&str>,
+    progress: &Progress,
+    solve_scratch: &Arc<crate::dist::ship::Scratch>,
+) -> Result<Summary> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
     let ctx = engine::session(&EngineOptions {
@@ -130,7 +151,11 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         if t.secondary != "none" {
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
-            protection = Some(crate::secondary::protect(&t.name, &mut assessed, &t.secondary, t.seed, t.time_limit_s)?);
+            // Modular subtables run where the engine runs queries (executors on a cluster).
+            let (a, p) =
+                crate::dist::ship::protect_table(&ctx, solve_scratch, t, assessed, job.target_partitions).await?;
+            assessed = a;
+            protection = Some(p);
             timings.insert("secondary".to_string(), start.elapsed().as_secs_f64());
             stage.finish();
         } else {
@@ -197,6 +222,15 @@ fn table_report(
         lower_bound: p.and_then(|p| p.lower_bound),
         gap: p.and_then(|p| p.gap),
         files: vec![format!("{}/cells.parquet", t.name), format!("{}/published.csv", t.name)],
+        subtables_per_worker: p
+            .map(|p| {
+                let mut m = BTreeMap::new();
+                for s in p.subtables.iter().filter(|s| !s.worker.is_empty()) {
+                    *m.entry(s.worker.clone()).or_default() += 1;
+                }
+                m
+            })
+            .unwrap_or_default(),
         timings_s: timings,
     }
 }

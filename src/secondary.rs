@@ -60,10 +60,23 @@ pub fn protect(
     seed: u64,
     time_limit_s: f64,
 ) -> Result<Protection> {
+    protect_with(table_name, a, method_name, seed, time_limit_s, &suppress::InProcess)
+}
+
+/// [`protect`] with the modular method's subtables solved by `solver` (the cluster path of
+/// `run`); the merged pattern is audited here either way.
+pub fn protect_with(
+    table_name: &str,
+    a: &mut AssessedTable,
+    method_name: &str,
+    seed: u64,
+    time_limit_s: f64,
+    solver: &dyn suppress::SubtableSolver,
+) -> Result<Protection> {
     let method = method(method_name).ok_or_else(|| Error::Internal(format!("unknown method {method_name}")))?;
     let table = to_table(a)?;
     let opts = ProtectOptions { method, seed, time_limit_s, ..Default::default() };
-    let p = suppress::protect(&table, &opts).map_err(|e| match e {
+    let p = suppress::protect_with(&table, &opts, solver).map_err(|e| match e {
         SuppressError::Input(m) => Error::Protection { table: table_name.into(), message: m },
         other => Error::Protection { table: table_name.into(), message: other.to_string() },
     })?;
