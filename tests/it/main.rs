@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod cli;
+mod cluster;
 mod common;
 mod deploy;
 mod engines;

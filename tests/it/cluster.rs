@@ -1,0 +1,277 @@
+//! A real multi-process Ballista cluster on loopback: `sdcflow scheduler` and `sdcflow executor`
+//! processes, a job with tabulation, primary and modular secondary suppression (subtables solved
+//! on the executors) and a microaggregation, compared byte for byte with local mode — with one
+//! executor, with two, and with an executor killed in the middle of a solver task.
+//!
+//! Every process binds 127.0.0.1 on a free port; all of them are killed by a guard, also when
+//! an assertion fails. Every wait has a deadline.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// Child processes, killed (SIGKILL) and reaped on drop.
+#[derive(Default)]
+struct Procs(Vec<(String, Child)>);
+
+impl Procs {
+    fn spawn(&mut self, name: &str, args: &[String], log: &Path) {
+        let out = std::fs::File::create(log).unwrap();
+        let err = out.try_clone().unwrap();
+        let child = sdcflow()
+            .args(args)
+            .current_dir(log.parent().expect("logs live in the test directory"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name}: {e}"));
+        self.0.push((name.to_string(), child));
+    }
+
+    fn kill(&mut self, name: &str) {
+        let (_, c) = self.0.iter_mut().find(|(n, _)| n == name).expect("known process");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    /// Fails if a process that should be running has exited.
+    fn check_alive(&mut self, names: &[&str], logs: &Path) {
+        for (n, c) in &mut self.0 {
+            if names.contains(&n.as_str()) {
+                if let Some(status) = c.try_wait().unwrap() {
+                    panic!("{n} exited ({status}):\n{}", tail(&logs.join(format!("{n}.log"))));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn tail(p: &Path) -> String {
+    let s = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// Executors the scheduler knows, from its REST API (`GET /api/executors` on the gRPC port).
+fn registered_executors(port: u16) -> Option<usize> {
+    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET /api/executors HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    if !body.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    Some(body.matches("\"vcores\"").count())
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+const FILES: [&str; 3] = ["salary/cells.parquet", "salary/published.csv", "salaries/masked.parquet"];
+
+fn assert_same_outputs(dir: &Path, a: &str, b: &str) {
+    for f in FILES {
+        let x = std::fs::read(dir.join(a).join(f)).unwrap_or_else(|e| panic!("{a}/{f}: {e}"));
+        let y = std::fs::read(dir.join(b).join(f)).unwrap_or_else(|e| panic!("{b}/{f}: {e}"));
+        assert!(x == y, "{f} differs between {a} and {b}");
+    }
+}
+
+fn workers(dir: &Path, out: &str) -> Vec<String> {
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
+    r["tables"][0]["subtables_per_worker"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// Runs the job with a deadline; returns (exit code, stderr).
+fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> (i32, String) {
+    let log = dir.join(format!("run-{}.log", args.last().unwrap()));
+    let mut procs = Procs::default();
+    procs.spawn("run", &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &log);
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = procs.0[0].1.try_wait().unwrap() {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < timeout, "sdcflow {args:?} did not finish in {timeout:?}:\n{}", tail(&log));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (code, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+fn job(data: &Path) -> String {
+    format!(
+        r#"
+[input]
+microdata = "{data}"
+sql = ["prep.sql"]
+[[hierarchy]]
+variable = "dept"
+levels = [2, 2]
+[[table]]
+name = "salary"
+explanatory = ["dept", "sex"]
+response = "salary"
+contributor = "ent_id"
+safety = "NK(1,85)|FREQ(3,10)"
+secondary = {{ method = "modular", seed = 3, time_limit_s = 300 }}
+[[microaggregation]]
+name = "salaries"
+variables = ["salary"]
+k = 3
+method = "mdav"
+strata = ["sex"]
+seed = 1
+[output]
+dir = "out"
+[engine]
+target_partitions = 4
+"#,
+        data = data.display()
+    )
+}
+
+#[test]
+fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_killed_executor() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    std::fs::write(
+        dir.join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+    )
+    .unwrap();
+    write_job(dir, &job(&data));
+    let limit = Duration::from_secs(120);
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(workers(dir, "local").len(), 1, "local mode solves in-process");
+
+    let logs: PathBuf = dir.to_path_buf();
+    let mut procs = Procs::default();
+    let sport = free_port();
+    procs.spawn(
+        "scheduler",
+        &["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string(), "--executor-timeout-s", "6"]
+            .map(String::from),
+        &logs.join("scheduler.log"),
+    );
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let start_executor = |procs: &mut Procs, name: &str, extra: &[&str]| {
+        let work = dir.join(format!("{name}-work"));
+        std::fs::create_dir_all(&work).unwrap();
+        let mut args: Vec<String> = [
+            "executor",
+            "--bind-host",
+            "127.0.0.1",
+            "--port",
+            &free_port().to_string(),
+            "--grpc-port",
+            &free_port().to_string(),
+            "--scheduler-host",
+            "127.0.0.1",
+            "--scheduler-port",
+            &sport.to_string(),
+            "--concurrent-tasks",
+            "1",
+            "--work-dir",
+            &work.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        procs.spawn(name, &args, &logs.join(format!("{name}.log")));
+    };
+    let cluster = format!("df://127.0.0.1:{sport}");
+
+    // One executor.
+    start_executor(&mut procs, "exec-a", &[]);
+    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "one"], limit);
+    procs.check_alive(&["scheduler", "exec-a"], &logs);
+    assert_eq!(code, 0, "{err}\nexecutor:\n{}", tail(&logs.join("exec-a.log")));
+    assert_same_outputs(dir, "local", "one");
+    let w = workers(dir, "one");
+    assert!(w.len() == 1 && w[0].starts_with("executor "), "subtables ran on {w:?}, not on the executor");
+
+    // Two executors: the level's partitions are spread over both.
+    start_executor(&mut procs, "exec-b", &[]);
+    wait_for("2 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(2));
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "two"], limit);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+    assert_eq!(code, 0, "{err}");
+    assert_same_outputs(dir, "local", "two");
+    let w = workers(dir, "two");
+    assert_eq!(w.len(), 2, "both executors solve subtables: {w:?}");
+
+    // A third, slow executor is killed while it is inside a solver task.
+    start_executor(&mut procs, "exec-c", &["--test-solve-delay-ms", "4000"]);
+    wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+    let mut run = Procs::default();
+    let run_log = dir.join("run-fault.log");
+    run.spawn(
+        "run",
+        &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from),
+        &run_log,
+    );
+    let c_log = logs.join("exec-c.log");
+    wait_for("exec-c to start a solver task", Duration::from_secs(90), || {
+        std::fs::read_to_string(&c_log).unwrap_or_default().contains("solving a subtable")
+    });
+    procs.kill("exec-c");
+    let c = std::fs::read_to_string(&c_log).unwrap();
+    assert!(!c.contains("subtable Solved"), "exec-c finished its task before it was killed:\n{c}");
+    // "sdcflow executor <id>: solving a subtable …"
+    let c_id = c
+        .lines()
+        .find_map(|l| l.strip_prefix("sdcflow ")?.split(": solving").next().map(str::to_string))
+        .expect("exec-c names itself");
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = run.0[0].1.try_wait().unwrap() {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < limit, "the run did not finish after the kill:\n{}", tail(&run_log));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+    let err = std::fs::read_to_string(&run_log).unwrap();
+    if code == 0 {
+        // Ballista re-ran the lost task on a surviving executor.
+        assert_same_outputs(dir, "local", "fault");
+        let w = workers(dir, "fault");
+        assert!(!w.is_empty() && !w.contains(&c_id), "{c_id} was killed but is credited: {w:?}");
+        eprintln!("killed {c_id} mid-task; the run completed with identical outputs on {w:?}");
+    } else {
+        // Acceptable too: a clear error and nothing published.
+        assert!(err.contains("error:"), "{err}");
+        assert!(!dir.join("fault").exists(), "a failed run left an output directory");
+        eprintln!("killed {c_id} mid-task; the run failed cleanly: {err}");
+    }
+}
