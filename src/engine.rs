@@ -58,7 +58,9 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     for f in TopN::all() {
         ctx.register_udaf(f.as_ref().clone());
     }
-    ctx.register_udf(crate::dist::udf::SolveSubtable::udf().as_ref().clone());
+    for f in crate::dist::udf::PartitionUdf::all() {
+        ctx.register_udf(f.as_ref().clone());
+    }
     Ok(ctx)
 }
 

@@ -43,12 +43,15 @@ pub fn session_state(config: SessionConfig) -> datafusion::common::Result<Sessio
     Ok(state)
 }
 
-/// Registers sdcflow's functions (`sdc_top<N>` aggregates, `sdc_solve_subtable`) in `state`.
+/// Registers sdcflow's functions (`sdc_top<N>` aggregates, the solver-partition functions) in
+/// `state`.
 pub fn register_functions(state: &mut SessionState) -> datafusion::common::Result<()> {
     for f in TopN::all() {
         datafusion::execution::FunctionRegistry::register_udaf(state, f)?;
     }
-    datafusion::execution::FunctionRegistry::register_udf(state, udf::SolveSubtable::udf())?;
+    for f in udf::PartitionUdf::all() {
+        datafusion::execution::FunctionRegistry::register_udf(state, f)?;
+    }
     Ok(())
 }
 

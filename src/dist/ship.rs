@@ -8,6 +8,7 @@
 //! construction. Rows are spread over several Parquet files (one scan partition each), so a
 //! level with many subtables keeps every executor busy.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,10 +20,11 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio::runtime::Handle;
 
-use super::udf::SOLVE_SUBTABLE;
+use super::udf::{MICROAGGREGATE_STRATUM, SOLVE_SUBTABLE};
 use super::wire;
 use crate::error::{Error, Result};
 use crate::job::EngineMode;
+use crate::microagg::{StratumOutcome, StratumTask};
 use crate::run::AssessedTable;
 use crate::suppress::{Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError};
 
@@ -177,50 +179,96 @@ impl SqlSubtableSolver {
     async fn solve(&self, tasks: &[SubtableTask]) -> Result<Vec<Result<SubtableOutcome, (String, String)>>> {
         let level = self.levels.fetch_add(1, Ordering::Relaxed);
         let name = format!("__sdc_{}_solve_{level}", self.table);
-        let files = self.files.min(tasks.len()).max(1);
-        // Row i goes to file i mod files: consecutive subtables (similar sizes) spread evenly.
-        for f in 0..files {
-            let rows: Vec<usize> = (f..tasks.len()).step_by(files).collect();
-            let ids = UInt64Array::from_iter_values(rows.iter().map(|&i| i as u64));
-            let payloads = StringArray::from_iter_values(rows.iter().map(|&i| wire::encode_task(&tasks[i])));
-            let batch = RecordBatch::try_new(partition_schema(), vec![Arc::new(ids), Arc::new(payloads)])?;
-            let mut buf = Vec::new();
-            let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, partition_schema(), None)?;
-            w.write(&batch)?;
-            w.close()?;
-            self.scratch.put(&name, &format!("part-{f:05}.parquet"), buf).await?;
-        }
-        let location = self.scratch.location(&name);
-        self.ctx
-            .register_parquet(&name, &location, ParquetReadOptions::default())
+        let payloads: Vec<String> = tasks.iter().map(wire::encode_task).collect();
+        let results = run_partitions(&self.ctx, &self.scratch, &name, SOLVE_SUBTABLE, payloads, self.files)
             .await
-            .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
-        let sql = format!("SELECT partition_id, {SOLVE_SUBTABLE}(payload) AS outcome FROM \"{name}\"");
-        let result = async { self.ctx.sql(&sql).await?.collect().await }.await;
-        let _ = self.ctx.deregister_table(name.as_str());
-        let batches =
-            result.map_err(|e| Error::Engine(format!("solving the subtables of table `{}`: {e}", self.table)))?;
-        let mut out: Vec<Option<Result<SubtableOutcome, (String, String)>>> = vec![None; tasks.len()];
-        for b in &batches {
-            let ids = b.column(0).as_primitive::<UInt64Type>();
-            let outcomes = b.column(1).as_string::<i32>();
-            for r in 0..b.num_rows() {
-                let id = ids.value(r) as usize;
-                let slot = out.get_mut(id).ok_or_else(|| Error::Internal(format!("unknown solver partition {id}")))?;
-                if slot.is_some() {
-                    return Err(Error::Internal(format!("solver partition {id} returned twice")));
-                }
-                if outcomes.is_null(r) {
-                    return Err(Error::Internal(format!("solver partition {id} returned NULL")));
-                }
-                *slot = Some(wire::decode_outcome(outcomes.value(r)).map_err(Error::Internal)?);
-            }
-        }
-        out.into_iter()
-            .enumerate()
-            .map(|(i, o)| o.ok_or_else(|| Error::Internal(format!("solver partition {i} returned no result"))))
-            .collect()
+            .map_err(|e| Error::Engine(format!("solving the subtables of table `{}`: {e}", self.table)))?;
+        results.iter().map(|r| wire::decode_outcome(r).map_err(Error::Internal)).collect()
     }
+}
+
+/// Writes `payloads` as rows `(partition_id, payload)` of at most `files` Parquet files under
+/// scratch directory `name`, runs `func(payload)` over them through `ctx` and returns the
+/// results in partition-id order. Fails unless every partition returns exactly one result.
+pub async fn run_partitions(
+    ctx: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    func: &str,
+    payloads: Vec<String>,
+    files: usize,
+) -> Result<Vec<String>> {
+    let n = payloads.len();
+    let files = files.min(n).max(1);
+    // Row i goes to file i mod files: consecutive problems (similar sizes) spread evenly.
+    for f in 0..files {
+        let rows: Vec<usize> = (f..n).step_by(files).collect();
+        let ids = UInt64Array::from_iter_values(rows.iter().map(|&i| i as u64));
+        let col = StringArray::from_iter_values(rows.iter().map(|&i| payloads[i].as_str()));
+        let batch = RecordBatch::try_new(partition_schema(), vec![Arc::new(ids), Arc::new(col)])?;
+        let mut buf = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, partition_schema(), None)?;
+        w.write(&batch)?;
+        w.close()?;
+        scratch.put(name, &format!("part-{f:05}.parquet"), buf).await?;
+    }
+    drop(payloads);
+    let location = scratch.location(name);
+    ctx.register_parquet(name, &location, ParquetReadOptions::default())
+        .await
+        .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
+    let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
+    let result = async { ctx.sql(&sql).await?.collect().await }.await;
+    let _ = ctx.deregister_table(name);
+    let batches = result.map_err(|e| Error::Engine(e.to_string()))?;
+    let mut out: Vec<Option<String>> = vec![None; n];
+    for b in &batches {
+        let ids = b.column(0).as_primitive::<UInt64Type>();
+        let outcomes = b.column(1).as_string::<i32>();
+        for r in 0..b.num_rows() {
+            let id = ids.value(r) as usize;
+            let slot = out.get_mut(id).ok_or_else(|| Error::Internal(format!("unknown solver partition {id}")))?;
+            if slot.is_some() {
+                return Err(Error::Internal(format!("solver partition {id} returned twice")));
+            }
+            if outcomes.is_null(r) {
+                return Err(Error::Internal(format!("solver partition {id} returned NULL")));
+            }
+            *slot = Some(outcomes.value(r).to_string());
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, o)| o.ok_or_else(|| Error::Internal(format!("solver partition {i} returned no result"))))
+        .collect()
+}
+
+/// Microaggregates the strata of one data set through `ctx` (one stratum per partition row);
+/// returns the outcomes in task order and the number of strata each worker solved.
+pub async fn solve_strata(
+    ctx: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    tasks: &[StratumTask],
+    files: usize,
+) -> Result<(Vec<StratumOutcome>, BTreeMap<String, usize>)> {
+    let payloads = tasks
+        .iter()
+        .map(|t| wire::encode_stratum(t).map_err(|e| Error::Internal(format!("microaggregation `{name}`: {e}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let results =
+        run_partitions(ctx, scratch, &format!("__sdc_{safe}_strata"), MICROAGGREGATE_STRATUM, payloads, files)
+            .await
+            .map_err(|e| Error::Engine(format!("microaggregation `{name}`: solving the strata: {e}")))?;
+    let mut per_worker = BTreeMap::new();
+    let mut out = Vec::with_capacity(results.len());
+    for r in &results {
+        let (o, worker) = wire::decode_stratum_outcome(r).map_err(Error::Internal)?;
+        *per_worker.entry(worker).or_default() += 1;
+        out.push(o);
+    }
+    Ok((out, per_worker))
 }
 
 impl SubtableSolver for SqlSubtableSolver {

@@ -1,9 +1,9 @@
-//! `sdc_solve_subtable(payload)`: the scalar function that solves solver partitions wherever
-//! the plan runs — in the client process (local mode), in the in-process executor (standalone)
-//! or on cluster executors.
+//! `sdc_solve_subtable(payload)` and `sdc_microaggregate_stratum(payload)`: the scalar functions
+//! that solve solver partitions wherever the plan runs — in the client process (local mode), in
+//! the in-process executor (standalone) or on cluster executors.
 //!
-//! Each input row is one subtable problem ([`super::wire`]); the output row is its pattern plus
-//! the identity of the process that solved it. Rows of a batch are solved in parallel (rayon;
+//! Each input row is one problem ([`super::wire`]): a modular subtable or a microaggregation
+//! stratum; the output row is its solution plus the identity of the process that solved it. Rows of a batch are solved in parallel (rayon;
 //! HiGHS itself runs single-threaded). Solver errors are returned in the row, not raised, so a
 //! deterministic failure is reported once instead of being retried by Ballista as a task
 //! failure; only a broken payload (a bug or a version mismatch) fails the task.
@@ -22,6 +22,8 @@ use crate::suppress::solve_task;
 
 /// SQL name of the subtable solver function.
 pub const SOLVE_SUBTABLE: &str = "sdc_solve_subtable";
+/// SQL name of the stratum microaggregation function.
+pub const MICROAGGREGATE_STRATUM: &str = "sdc_microaggregate_stratum";
 
 static WORKER: OnceLock<String> = OnceLock::new();
 static TEST_DELAY_MS: AtomicU64 = AtomicU64::new(0);
@@ -43,27 +45,56 @@ pub fn set_test_solve_delay_ms(ms: u64) {
     TEST_DELAY_MS.store(ms, Ordering::Relaxed);
 }
 
-/// The `sdc_solve_subtable` scalar function.
+/// What a partition function solves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PartitionKind {
+    /// A modular subtable (`sdc_solve_subtable`).
+    Subtable,
+    /// A microaggregation stratum (`sdc_microaggregate_stratum`).
+    Stratum,
+}
+
+/// A solver-partition scalar function (`Utf8` payload → `Utf8` result).
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub struct SolveSubtable {
+pub struct PartitionUdf {
+    kind: PartitionKind,
     signature: Signature,
 }
 
-impl Default for SolveSubtable {
-    fn default() -> Self {
+impl PartitionUdf {
+    /// The function for `kind`, ready to register.
+    pub fn udf(kind: PartitionKind) -> Arc<ScalarUDF> {
         // Volatile: never constant-folded or deduplicated by the optimiser.
-        Self { signature: Signature::exact(vec![DataType::Utf8], Volatility::Volatile) }
+        let signature = Signature::exact(vec![DataType::Utf8], Volatility::Volatile);
+        Arc::new(ScalarUDF::from(Self { kind, signature }))
+    }
+
+    /// Every partition function, for registration.
+    pub fn all() -> Vec<Arc<ScalarUDF>> {
+        vec![Self::udf(PartitionKind::Subtable), Self::udf(PartitionKind::Stratum)]
     }
 }
 
-impl SolveSubtable {
-    /// The function, ready to register.
-    pub fn udf() -> Arc<ScalarUDF> {
-        Arc::new(ScalarUDF::from(Self::default()))
+/// Microaggregates one stratum payload.
+fn stratum_row(payload: &str) -> std::result::Result<String, String> {
+    let task = wire::decode_stratum(payload)?;
+    let worker = worker_identity();
+    let in_executor = WORKER.get().is_some();
+    if in_executor {
+        eprintln!("sdcflow {worker}: microaggregating a stratum of {} records", task.points.len() / task.cols);
     }
+    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
+    if delay > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+    }
+    let o = crate::microagg::solve_stratum(&task);
+    if in_executor {
+        eprintln!("sdcflow {worker}: stratum {} done: {} groups", task.stratum, o.groups.len());
+    }
+    Ok(wire::encode_stratum_outcome(&o, &worker))
 }
 
-/// Solves one payload; the result row (never fails: solver errors are encoded).
+/// Solves one subtable payload; the result row (never fails: solver errors are encoded).
 fn solve_row(payload: &str) -> std::result::Result<String, String> {
     let task = wire::decode_task(payload)?;
     let worker = worker_identity();
@@ -85,9 +116,12 @@ fn solve_row(payload: &str) -> std::result::Result<String, String> {
     Ok(wire::encode_outcome(&r, &worker))
 }
 
-impl ScalarUDFImpl for SolveSubtable {
+impl ScalarUDFImpl for PartitionUdf {
     fn name(&self) -> &str {
-        SOLVE_SUBTABLE
+        match self.kind {
+            PartitionKind::Subtable => SOLVE_SUBTABLE,
+            PartitionKind::Stratum => MICROAGGREGATE_STRATUM,
+        }
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -99,15 +133,19 @@ impl ScalarUDFImpl for SolveSubtable {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let input = arrays[0].as_string::<i32>();
         if input.null_count() > 0 {
-            return exec_err!("{SOLVE_SUBTABLE}: NULL payload");
+            return exec_err!("{}: NULL payload", self.name());
         }
+        let row = match self.kind {
+            PartitionKind::Subtable => solve_row,
+            PartitionKind::Stratum => stratum_row,
+        };
         let rows: Vec<std::result::Result<String, String>> =
-            (0..input.len()).into_par_iter().map(|i| solve_row(input.value(i))).collect();
+            (0..input.len()).into_par_iter().map(|i| row(input.value(i))).collect();
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             match r {
                 Ok(s) => out.push(s),
-                Err(e) => return exec_err!("{SOLVE_SUBTABLE} on {}: {e}", worker_identity()),
+                Err(e) => return exec_err!("{} on {}: {e}", self.name(), worker_identity()),
             }
         }
         Ok(ColumnarValue::Array(Arc::new(StringArray::from(out)) as ArrayRef))

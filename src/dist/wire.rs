@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
 use crate::suppress::{ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask};
 use crate::table::{Cell, CellStatus, Dimension, Table};
 
@@ -153,6 +154,98 @@ pub fn decode_outcome(s: &str) -> Result<Result<SubtableOutcome, (String, String
     Ok(Ok(SubtableOutcome { pattern, status, seconds: float(w.seconds_bits), worker: w.worker }))
 }
 
+#[derive(Serialize, Deserialize)]
+struct WireStratum {
+    version: String,
+    stratum: u64,
+    cols: usize,
+    points: Vec<u64>,
+    weights: Option<Vec<u64>>,
+    params: MicroaggParams,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireStratumOutcome {
+    version: String,
+    worker: String,
+    groups: Vec<Vec<usize>>,
+    step1_sse: Option<u64>,
+    restricted_bound: Option<u64>,
+    optimisation_groups: (usize, usize),
+    lower_bound: Option<u64>,
+    timings: Timings,
+    warnings: Vec<String>,
+}
+
+/// Serialises a stratum task (bit-exact points and weights). Errors if the parameters do not
+/// survive the JSON round trip exactly (they are decimal settings, so they always should).
+pub fn encode_stratum(t: &StratumTask) -> Result<String, String> {
+    let w = WireStratum {
+        version: VERSION.into(),
+        stratum: t.stratum,
+        cols: t.cols,
+        points: t.points.iter().copied().map(bits).collect(),
+        weights: t.weights.as_ref().map(|w| w.iter().copied().map(bits).collect()),
+        params: t.params.clone(),
+    };
+    let s = serde_json::to_string(&w).map_err(|e| format!("stratum payload: {e}"))?;
+    let back: MicroaggParams = serde_json::from_value(serde_json::to_value(&t.params).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("microaggregation parameters: {e}"))?;
+    if back != t.params {
+        return Err("microaggregation parameters do not survive serialisation exactly".into());
+    }
+    Ok(s)
+}
+
+/// Parses a payload written by [`encode_stratum`].
+pub fn decode_stratum(s: &str) -> Result<StratumTask, String> {
+    let w: WireStratum = serde_json::from_str(s).map_err(|e| format!("malformed stratum payload: {e}"))?;
+    if w.version != VERSION {
+        return Err(format!("payload from sdcflow {} but this executor runs sdcflow {VERSION}", w.version));
+    }
+    if w.cols == 0 || !w.points.len().is_multiple_of(w.cols) {
+        return Err(format!("stratum payload: {} values for {} variables", w.points.len(), w.cols));
+    }
+    Ok(StratumTask {
+        stratum: w.stratum,
+        cols: w.cols,
+        points: w.points.into_iter().map(float).collect(),
+        weights: w.weights.map(|v| v.into_iter().map(float).collect()),
+        params: w.params,
+    })
+}
+
+/// Serialises a stratum result with the identity of the process that computed it.
+pub fn encode_stratum_outcome(o: &StratumOutcome, worker: &str) -> String {
+    let w = WireStratumOutcome {
+        version: VERSION.into(),
+        worker: worker.into(),
+        groups: o.groups.clone(),
+        step1_sse: o.step1_sse.map(bits),
+        restricted_bound: o.restricted_bound.map(bits),
+        optimisation_groups: o.optimisation_groups,
+        lower_bound: o.lower_bound.map(bits),
+        timings: o.timings,
+        warnings: o.warnings.clone(),
+    };
+    serde_json::to_string(&w).expect("a stratum outcome always serialises")
+}
+
+/// Parses a result of [`encode_stratum_outcome`]: the outcome and the worker.
+pub fn decode_stratum_outcome(s: &str) -> Result<(StratumOutcome, String), String> {
+    let w: WireStratumOutcome = serde_json::from_str(s).map_err(|e| format!("malformed stratum result: {e}"))?;
+    let o = StratumOutcome {
+        groups: w.groups,
+        step1_sse: w.step1_sse.map(float),
+        restricted_bound: w.restricted_bound.map(float),
+        optimisation_groups: w.optimisation_groups,
+        lower_bound: w.lower_bound.map(float),
+        timings: w.timings,
+        warnings: w.warnings,
+    };
+    Ok((o, w.worker))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +295,21 @@ mod tests {
         let e = decode_outcome(&encode_outcome(&Err("lp failed".into()), "exec-2")).unwrap().unwrap_err();
         assert_eq!(e, ("exec-2".to_string(), "lp failed".to_string()));
         assert!(decode_task("{\"version\":\"0.0.0\"}").is_err());
+    }
+
+    #[test]
+    fn strata_round_trip_bit_exact() {
+        let task = StratumTask {
+            stratum: 7,
+            cols: 2,
+            points: vec![0.1 + 0.2, -1.0 / 3.0, 1e-300, 2.5],
+            weights: Some(vec![1.0 / 7.0, 3.0]),
+            params: MicroaggParams { k: 2, vmdav_gamma: 0.1 + 0.2, ..Default::default() },
+        };
+        let back = decode_stratum(&encode_stratum(&task).unwrap()).unwrap();
+        assert_eq!(back, task);
+        let o = crate::microagg::solve_stratum(&task);
+        let (o2, w) = decode_stratum_outcome(&encode_stratum_outcome(&o, "exec-1")).unwrap();
+        assert_eq!((o2, w.as_str()), (o, "exec-1"));
     }
 }

@@ -101,9 +101,16 @@ fn assert_same_outputs(dir: &Path, a: &str, b: &str) {
     }
 }
 
+/// Workers that solved subtables and microaggregation strata, from the report.
 fn workers(dir: &Path, out: &str) -> Vec<String> {
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
-    r["tables"][0]["subtables_per_worker"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
+    let mut w = std::collections::BTreeSet::new();
+    for m in [&r["tables"][0]["subtables_per_worker"], &r["microaggregations"][0]["strata_per_worker"]] {
+        let m = m.as_object().unwrap_or_else(|| panic!("{out}/report.json: no per-worker counts in {r}"));
+        w.extend(m.keys().cloned());
+    }
+    w.into_iter().collect()
 }
 
 /// Runs the job with a deadline; returns (exit code, stderr).
@@ -218,7 +225,7 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     assert_eq!(code, 0, "{err}\nexecutor:\n{}", tail(&logs.join("exec-a.log")));
     assert_same_outputs(dir, "local", "one");
     let w = workers(dir, "one");
-    assert!(w.len() == 1 && w[0].starts_with("executor "), "subtables ran on {w:?}, not on the executor");
+    assert!(w.len() == 1 && w[0].starts_with("executor "), "solvers ran on {w:?}, not on the executor");
 
     // Two executors: the level's partitions are spread over both.
     start_executor(&mut procs, "exec-b", &[]);
@@ -228,18 +235,14 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     assert_eq!(code, 0, "{err}");
     assert_same_outputs(dir, "local", "two");
     let w = workers(dir, "two");
-    assert_eq!(w.len(), 2, "both executors solve subtables: {w:?}");
+    assert!(w.len() == 2 && w.iter().all(|w| w.starts_with("executor ")), "both executors solve: {w:?}");
 
     // A third, slow executor is killed while it is inside a solver task.
     start_executor(&mut procs, "exec-c", &["--test-solve-delay-ms", "4000"]);
     wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
     let mut run = Procs::default();
     let run_log = dir.join("run-fault.log");
-    run.spawn(
-        "run",
-        &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from),
-        &run_log,
-    );
+    run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from), &run_log);
     let c_log = logs.join("exec-c.log");
     wait_for("exec-c to start a solver task", Duration::from_secs(90), || {
         std::fs::read_to_string(&c_log).unwrap_or_default().contains("solving a subtable")
