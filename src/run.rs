@@ -71,6 +71,7 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     // the outcome (a failed removal fails an otherwise successful run).
     let output = out.unwrap_or(&job.output);
     let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(output, mode.as_ref().unwrap_or(&job.mode))?);
+    progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
     let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
     let removed = match Arc::try_unwrap(solve_scratch) {
         Ok(s) => s.remove().await,

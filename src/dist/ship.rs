@@ -90,6 +90,14 @@ impl Scratch {
         }
     }
 
+    /// Where the scratch lives (a directory or an `s3://` prefix), for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Scratch::Local(t) => t.path().display().to_string(),
+            Scratch::Store { url, .. } => url.clone(),
+        }
+    }
+
     /// The location of sub-directory `name`, as a path or URL DataFusion can scan.
     fn location(&self, name: &str) -> String {
         match self {

@@ -20,9 +20,18 @@ struct Procs(Vec<(String, Child)>);
 
 impl Procs {
     fn spawn(&mut self, name: &str, args: &[String], log: &Path) {
+        self.spawn_with(name, args, log, None)
+    }
+
+    /// Spawns with the S3 variables of a loopback object store (`endpoint`), when given.
+    fn spawn_with(&mut self, name: &str, args: &[String], log: &Path, s3_endpoint: Option<&str>) {
         let out = std::fs::File::create(log).unwrap();
         let err = out.try_clone().unwrap();
-        let child = sdcflow()
+        let mut cmd = sdcflow();
+        if let Some(e) = s3_endpoint {
+            crate::s3::with_s3_env(&mut cmd, e);
+        }
+        let child = cmd
             .args(args)
             .current_dir(log.parent().expect("logs live in the test directory"))
             .stdin(Stdio::null())
@@ -276,5 +285,102 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
         assert!(err.contains("error:"), "{err}");
         assert!(!dir.join("fault").exists(), "a failed run left an output directory");
         eprintln!("killed {c_id} mid-task; the run failed cleanly: {err}");
+    }
+}
+
+/// Scheduler and executors read `s3://` inputs and the solver scratch from a loopback S3 API
+/// (moto) with credentials from the environment only; the scratch prefix is removed afterwards
+/// and the published objects match a local run.
+#[test]
+fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
+    let Some((_moto, port)) = crate::s3::start_moto() else { return };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
+    let parts = sdcflow::generate::generate(&data, &opts).unwrap();
+    let uploads: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            format!("s3.upload_file('{}', 'census', 'micro/{}')", p.display(), p.file_name().unwrap().to_string_lossy())
+        })
+        .collect();
+    crate::s3::python(&endpoint, &format!("s3.create_bucket(Bucket='census')\n{}", uploads.join("\n")));
+    std::fs::write(
+        dir.join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+    )
+    .unwrap();
+    write_job(dir, &job(&data));
+    std::fs::write(
+        dir.join("s3.toml"),
+        job(Path::new("s3://census/micro/")).replace("dir = \"out\"", "dir = \"s3://census/results/run\""),
+    )
+    .unwrap();
+    let limit = Duration::from_secs(120);
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+
+    let mut procs = Procs::default();
+    let sport = free_port();
+    let sched = ["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string()].map(String::from);
+    procs.spawn_with("scheduler", &sched, &dir.join("scheduler.log"), Some(&endpoint));
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let exec = [
+        "executor",
+        "--bind-host",
+        "127.0.0.1",
+        "--port",
+        &free_port().to_string(),
+        "--grpc-port",
+        &free_port().to_string(),
+        "--scheduler-host",
+        "127.0.0.1",
+        "--scheduler-port",
+        &sport.to_string(),
+        "--concurrent-tasks",
+        "2",
+        "--work-dir",
+        &dir.join("work").display().to_string(),
+    ]
+    .map(String::from);
+    procs.spawn_with("exec", &exec, &dir.join("exec.log"), Some(&endpoint));
+    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    let cluster = format!("df://127.0.0.1:{sport}");
+    let mut run = Procs::default();
+    let log = dir.join("run-s3.log");
+    run.spawn_with("run", &["run", "s3.toml", "-v", "--cluster", &cluster].map(String::from), &log, Some(&endpoint));
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = run.0[0].1.try_wait().unwrap() {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < limit, "the S3 run did not finish:\n{}", tail(&log));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, 0, "{}\nexecutor:\n{}", tail(&log), tail(&dir.join("exec.log")));
+    let run_log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        run_log.contains("solver partitions staged in s3://census/results/run.sdcflow-scratch-"),
+        "the solver scratch is not on the object store:\n{run_log}"
+    );
+    let exec_log = std::fs::read_to_string(dir.join("exec.log")).unwrap();
+    assert!(exec_log.contains("solving a subtable"), "the executor solved nothing:\n{exec_log}");
+    let dl = dir.join("dl");
+    std::fs::create_dir_all(&dl).unwrap();
+    // Only the inputs and the three published objects remain: the scratch prefix is gone.
+    crate::s3::python(
+        &endpoint,
+        &format!(
+            "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/'))\nassert keys == ['results/run/report.json', 'results/run/salaries/masked.parquet', 'results/run/salary/cells.parquet', 'results/run/salary/published.csv'], keys\nfor k in keys[1:]:\n    s3.download_file('census', k, '{}/' + k[len('results/run/'):].replace('/', '_'))",
+            dl.display()
+        ),
+    );
+    for f in FILES {
+        let a = std::fs::read(dl.join(f.replace('/', "_"))).unwrap();
+        let b = std::fs::read(dir.join("local").join(f)).unwrap();
+        assert!(a == b, "{f} from the S3 cluster run differs from the local run");
     }
 }
