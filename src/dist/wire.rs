@@ -173,8 +173,18 @@ struct WireStratumOutcome {
     restricted_bound: Option<u64>,
     optimisation_groups: (usize, usize),
     lower_bound: Option<u64>,
-    timings: Timings,
+    /// Step timings as bit patterns, in [`Timings`] field order.
+    timings: [u64; 8],
     warnings: Vec<String>,
+}
+
+fn timings_bits(t: &Timings) -> [u64; 8] {
+    [t.standardise_s, t.partition_s, t.step1_s, t.step2_s, t.improve_s, t.bound_s, t.verify_s, t.total_s].map(bits)
+}
+
+fn timings_from(b: [u64; 8]) -> Timings {
+    let [standardise_s, partition_s, step1_s, step2_s, improve_s, bound_s, verify_s, total_s] = b.map(float);
+    Timings { standardise_s, partition_s, step1_s, step2_s, improve_s, bound_s, verify_s, total_s }
 }
 
 /// Serialises a stratum task (bit-exact points and weights). Errors if the parameters do not
@@ -225,7 +235,7 @@ pub fn encode_stratum_outcome(o: &StratumOutcome, worker: &str) -> String {
         restricted_bound: o.restricted_bound.map(bits),
         optimisation_groups: o.optimisation_groups,
         lower_bound: o.lower_bound.map(bits),
-        timings: o.timings,
+        timings: timings_bits(&o.timings),
         warnings: o.warnings.clone(),
     };
     serde_json::to_string(&w).expect("a stratum outcome always serialises")
@@ -240,7 +250,7 @@ pub fn decode_stratum_outcome(s: &str) -> Result<(StratumOutcome, String), Strin
         restricted_bound: w.restricted_bound.map(float),
         optimisation_groups: w.optimisation_groups,
         lower_bound: w.lower_bound.map(float),
-        timings: w.timings,
+        timings: timings_from(w.timings),
         warnings: w.warnings,
     };
     Ok((o, w.worker))
