@@ -39,16 +39,16 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
         .with_target_partitions(opts.target_partitions)
         // Sorting of the output is done by sdcflow; keep batches moderate for bounded memory.
         .with_batch_size(8192);
-    let mut runtime = RuntimeEnvBuilder::new();
+    // `s3://` buckets other than the input's (e.g. a scratch prefix) open on demand.
+    let mut runtime = RuntimeEnvBuilder::new()
+        .with_object_store_registry(Arc::new(crate::dist::store::EnvObjectStoreRegistry::default()));
     if let Some(limit) = opts.memory_limit {
         runtime = runtime.with_memory_limit(limit, 1.0);
     }
     let runtime = runtime.build_arc()?;
     let mut state =
         SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
-    for f in TopN::all() {
-        datafusion::execution::FunctionRegistry::register_udaf(&mut state, f)?;
-    }
+    crate::dist::register_functions(&mut state)?;
     let ctx = match &opts.mode {
         EngineMode::Local => SessionContext::new_with_state(state),
         EngineMode::Standalone => SessionContext::standalone_with_state(state).await?,
@@ -57,6 +57,9 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     // Upgrading a state for Ballista rebuilds it; register again so the client plans with them.
     for f in TopN::all() {
         ctx.register_udaf(f.as_ref().clone());
+    }
+    for f in crate::dist::udf::PartitionUdf::all() {
+        ctx.register_udf(f.as_ref().clone());
     }
     Ok(ctx)
 }

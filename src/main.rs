@@ -81,6 +81,10 @@ enum Command {
         /// Port.
         #[arg(long, default_value_t = 50050)]
         port: u16,
+        /// Seconds without a heartbeat before an executor is declared lost and its tasks are
+        /// run elsewhere (executors send one every 2 s).
+        #[arg(long, default_value_t = 30)]
+        executor_timeout_s: u64,
     },
     /// Start a Ballista executor that runs sdcflow's functions.
     Executor {
@@ -105,6 +109,9 @@ enum Command {
         /// Work directory for shuffle files (default: a temporary directory).
         #[arg(long)]
         work_dir: Option<String>,
+        /// Fault injection for tests: sleep this many milliseconds before each subtable.
+        #[arg(long, default_value_t = 0, hide = true)]
+        test_solve_delay_ms: u64,
     },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
@@ -352,7 +359,10 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Scheduler { bind_host, port } => Ok(sdcflow::dist::run_scheduler(&bind_host, port).await?),
+        Command::Scheduler { bind_host, port, executor_timeout_s } => {
+            let o = sdcflow::dist::SchedulerOptions { bind_host, port, executor_timeout_s };
+            Ok(sdcflow::dist::run_scheduler(&o).await?)
+        }
         Command::Executor {
             bind_host,
             port,
@@ -361,6 +371,7 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             scheduler_port,
             concurrent_tasks,
             work_dir,
+            test_solve_delay_ms,
         } => {
             let o = sdcflow::dist::ExecutorOptions {
                 bind_host,
@@ -371,6 +382,7 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 concurrent_tasks: concurrent_tasks
                     .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
                 work_dir,
+                test_solve_delay_ms,
             };
             Ok(sdcflow::dist::run_executor(&o).await?)
         }

@@ -122,6 +122,23 @@ pub async fn run_microaggregation(
     staging: &Path,
     progress: &Progress,
 ) -> Result<serde_json::Value> {
+    run_microaggregation_on(job, m, staging, progress, None).await
+}
+
+/// Where the strata of a numeric microaggregation are solved: the job's engine (executors on
+/// a cluster), a scratch location they can read, and at most this many partition files.
+pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::dist::ship::Scratch, usize);
+
+/// [`run_microaggregation`] with the strata of a numeric data set solved as partitions through
+/// `engine` (see [`crate::dist::ship::solve_strata`]); `None` solves them in this process.
+/// Reading the records in input order, the merge, the k-anonymity check and writing stay here.
+pub async fn run_microaggregation_on(
+    job: &Job,
+    m: &MicroaggregationSpec,
+    staging: &Path,
+    progress: &Progress,
+    engine: Option<StrataEngine<'_>>,
+) -> Result<serde_json::Value> {
     let stage = progress.stage(&format!("{}: reading microdata", m.name), 1);
     let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
     stage.finish();
@@ -132,7 +149,22 @@ pub async fn run_microaggregation(
     let (masked, mut report) = if nominal_kind {
         nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0))?
     } else {
-        numeric_mask(&batch, &source, m, strata.as_ref().map(|s| s.0.clone()))?
+        let (data, params) = numeric_input(&batch, &source, m, strata.as_ref().map(|s| s.0.clone()))?;
+        let failed = |e: microagg::MicroaggError| Error::data(&source, format!("microaggregation `{}`: {e}", m.name));
+        let (r, per_worker) = match engine {
+            Some((ctx, scratch, files)) => {
+                let (plan, tasks) = microagg::plan_strata(&data, &params).map_err(failed)?;
+                let (outcomes, per_worker) =
+                    crate::dist::ship::solve_strata(ctx, scratch, &m.name, &tasks, files).await?;
+                (microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?, per_worker)
+            }
+            None => (microagg::microaggregate(&data, &params).map_err(failed)?, Default::default()),
+        };
+        let (cols, mut report) = numeric_output(&r, m, data.rows);
+        if !per_worker.is_empty() {
+            report["strata_per_worker"] = json!(per_worker);
+        }
+        (cols, report)
     };
     stage.finish();
     let out = replace(&batch, &masked)?;
@@ -173,12 +205,13 @@ fn verify_written(out: &RecordBatch, m: &MicroaggregationSpec, strata: Option<&V
     Ok(())
 }
 
-fn numeric_mask(
+/// The solver's input for a numeric microaggregation.
+fn numeric_input(
     batch: &RecordBatch,
     source: &str,
     m: &MicroaggregationSpec,
     strata: Option<Vec<u64>>,
-) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
+) -> Result<(NumericData, MicroaggParams)> {
     let n = batch.num_rows();
     let d = m.variables.len();
     let mut values = vec![0.0; n * d];
@@ -223,8 +256,16 @@ fn numeric_mask(
         vmdav_gamma: m.gamma.unwrap_or(MicroaggParams::default().vmdav_gamma),
         ..Default::default()
     };
-    let r = microagg::microaggregate(&data, &params)
-        .map_err(|e| Error::data(source, format!("microaggregation `{}`: {e}", m.name)))?;
+    Ok((data, params))
+}
+
+/// The masked columns and the report of a numeric microaggregation of `n` records.
+fn numeric_output(
+    r: &microagg::MicroaggResult,
+    m: &MicroaggregationSpec,
+    n: usize,
+) -> (HashMap<String, ArrayRef>, serde_json::Value) {
+    let d = m.variables.len();
     let mut cols = HashMap::new();
     for (j, v) in m.variables.iter().enumerate() {
         let col: Float64Array = (0..n).map(|i| Some(r.masked[i * d + j])).collect();
@@ -252,7 +293,7 @@ fn numeric_mask(
             "total": r.timings.total_s,
         },
     });
-    Ok((cols, report))
+    (cols, report)
 }
 
 fn nominal_mask(

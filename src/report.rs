@@ -62,6 +62,10 @@ pub struct TableReport {
     pub gap: Option<f64>,
     /// Files written, relative to the output directory.
     pub files: Vec<String>,
+    /// Modular method: how many subtables each worker solved (a cluster executor, or the
+    /// client process in local mode). Not deterministic: depends on the cluster's scheduling.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub subtables_per_worker: BTreeMap<String, usize>,
     /// Seconds per stage (not deterministic).
     pub timings_s: BTreeMap<String, f64>,
 }

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engine::{self, EngineOptions};
@@ -76,6 +77,28 @@ pub struct Summary {
 
 /// Runs `job`. `mode` overrides the job's engine mode (e.g. `--cluster`).
 pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, progress: &Progress) -> Result<Summary> {
+    // Solver partitions hold unprotected cells: their scratch location is removed whatever
+    // the outcome (a failed removal fails an otherwise successful run).
+    let output = out.unwrap_or(&job.output);
+    let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(output, mode.as_ref().unwrap_or(&job.mode))?);
+    progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
+    let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
+    let removed = match Arc::try_unwrap(solve_scratch) {
+        Ok(s) => s.remove().await,
+        Err(_) => Err(Error::Internal("solver scratch still in use at the end of the run".into())),
+    };
+    let summary = result?;
+    removed?;
+    Ok(summary)
+}
+
+async fn run_job_with(
+    job: &Job,
+    mode: Option<EngineMode>,
+    out: Option<&str>,
+    progress: &Progress,
+    solve_scratch: &Arc<crate::dist::ship::Scratch>,
+) -> Result<Summary> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
     let ctx = engine::session(&EngineOptions {
@@ -176,15 +199,12 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         if t.secondary != "none" {
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
-            protection = Some(crate::secondary::protect_with(
-                &t.name,
-                &mut assessed,
-                &t.secondary,
-                t.seed,
-                t.time_limit_s,
-                t.singleton_rule,
-                apriori.as_ref(),
-            )?);
+            // Modular subtables run where the engine runs queries (executors on a cluster).
+            let (a, p) =
+                crate::dist::ship::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
+                    .await?;
+            assessed = a;
+            protection = Some(p);
             if !t.singleton_rule {
                 let w = format!(
                     "table `{}`: secondary.singleton = false: a singleton respondent may recover sensitive cells",
@@ -199,7 +219,9 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         write_table(staging.dir(), t, &assessed, protection.as_ref(), timings, &mut report)?;
     }
     for m in &job.microaggregations {
-        let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress).await?;
+        // Numeric strata run where the engine runs queries (executors on a cluster).
+        let engine = Some((&ctx, solve_scratch.as_ref(), job.target_partitions));
+        let r = crate::masking::run_microaggregation_on(job, m, staging.dir(), progress, engine).await?;
         report.microaggregations.push(r);
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
@@ -316,6 +338,15 @@ fn table_report(
         lower_bound: p.and_then(|p| p.lower_bound),
         gap: p.and_then(|p| p.gap),
         files: vec![format!("{}/cells.parquet", t.name), format!("{}/published.csv", t.name)],
+        subtables_per_worker: p
+            .map(|p| {
+                let mut m = BTreeMap::new();
+                for s in p.subtables.iter().filter(|s| !s.worker.is_empty()) {
+                    *m.entry(s.worker.clone()).or_default() += 1;
+                }
+                m
+            })
+            .unwrap_or_default(),
         timings_s: timings,
     }
 }

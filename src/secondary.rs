@@ -68,7 +68,7 @@ pub fn protect(
     seed: u64,
     time_limit_s: f64,
 ) -> Result<Protection> {
-    protect_with(table_name, a, method_name, seed, time_limit_s, true, None)
+    protect_with(table_name, a, method_name, seed, time_limit_s, true, None, &suppress::InProcess)
 }
 
 fn solver_options(method_name: &str, seed: u64, time_limit_s: f64, singleton_rule: bool) -> Result<ProtectOptions> {
@@ -122,8 +122,11 @@ pub fn to_table_with(a: &AssessedTable, apriori: Option<&AprioriFile>) -> Result
 }
 
 /// Protects `a` in place with the named method, with a-priori information (see
-/// [`read_apriori`]) and the singleton rule on or off; returns the solver's protection summary.
-/// Status changes of `apriori` must already be applied with [`apply_apriori_statuses`].
+/// [`read_apriori`]) and the singleton rule on or off; the modular method's subtables are
+/// solved by `solver` (in process, or on the executors of the engine: the cluster path of
+/// `run`). The merged pattern is audited here either way; returns the solver's protection
+/// summary. Status changes of `apriori` must already be applied with [`apply_apriori_statuses`].
+#[allow(clippy::too_many_arguments)]
 pub fn protect_with(
     table_name: &str,
     a: &mut AssessedTable,
@@ -132,10 +135,11 @@ pub fn protect_with(
     time_limit_s: f64,
     singleton_rule: bool,
     apriori: Option<&AprioriFile>,
+    solver: &dyn suppress::SubtableSolver,
 ) -> Result<Protection> {
     let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let table = to_table_with(a, apriori)?;
-    let p = suppress::protect(&table, &opts).map_err(|e| protection_error(table_name, e))?;
+    let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e))?;
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
     Ok(p)

@@ -341,6 +341,62 @@ fn validate(data: &NumericData, params: &MicroaggParams) -> Result<(), MicroaggE
 /// Microaggregates `data` with `params`: groups of ≥ k records within each stratum, each
 /// record replaced by its group's (weighted) mean in original units.
 pub fn microaggregate(data: &NumericData, params: &MicroaggParams) -> Result<MicroaggResult, MicroaggError> {
+    let (plan, tasks) = plan_strata(data, params)?;
+    let outcomes = tasks.iter().map(solve_stratum).collect();
+    finish_strata(data, params, plan, outcomes)
+}
+
+/// One stratum to microaggregate: its standardised points, the unit shipped to cluster
+/// executors (strata are independent once the data is standardised as a whole).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StratumTask {
+    /// Stratum id (seeds the two-step method's random stream).
+    pub stratum: u64,
+    /// Variables per record.
+    pub cols: usize,
+    /// Standardised coordinates of the stratum's records, row-major, in input order.
+    pub points: Vec<f64>,
+    /// Their weights.
+    pub weights: Option<Vec<f64>>,
+    /// Parameters.
+    pub params: MicroaggParams,
+}
+
+/// What [`solve_stratum`] found for one stratum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StratumOutcome {
+    /// Groups of local record indices (positions in the task's points).
+    pub groups: Vec<Vec<usize>>,
+    /// Two-step: SSE after step 1.
+    pub step1_sse: Option<f64>,
+    /// Two-step: sum of the optimisation-group bounds (`None` when one had none).
+    pub restricted_bound: Option<f64>,
+    /// Two-step: optimisation groups and how many got a bound.
+    pub optimisation_groups: (usize, usize),
+    /// Whole-stratum lower bound (`None`: stratum too large, or the bound failed).
+    pub lower_bound: Option<f64>,
+    /// Step timings of this stratum (`standardise_s`, `verify_s`, `total_s` unused).
+    pub timings: Timings,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
+}
+
+/// The whole-data part of a stratified run, kept by the caller between [`plan_strata`] and
+/// [`finish_strata`].
+#[derive(Debug, Clone)]
+pub struct StrataPlan {
+    members: Vec<Vec<usize>>,
+    standardised: Vec<f64>,
+    timings: Timings,
+    start: Instant,
+}
+
+/// Validates and standardises `data` and cuts it into one [`StratumTask`] per stratum
+/// (increasing stratum id).
+pub fn plan_strata(
+    data: &NumericData,
+    params: &MicroaggParams,
+) -> Result<(StrataPlan, Vec<StratumTask>), MicroaggError> {
     let total = Instant::now();
     let mut timings = Timings::default();
     let t = Instant::now();
@@ -362,60 +418,134 @@ pub fn microaggregate(data: &NumericData, params: &MicroaggParams) -> Result<Mic
     }
     let (z, _) = standardise::standardise(&data.values, rows, cols, params.standardisation);
     let all = PointSet::new(cols, &z, data.weights.as_deref());
+    let tasks = strata
+        .iter()
+        .map(|(&stratum, members)| {
+            let (points, weights) = all.gather(members);
+            StratumTask { stratum, cols, points, weights, params: params.clone() }
+        })
+        .collect();
     timings.standardise_s = t.elapsed().as_secs_f64();
+    let plan = StrataPlan { members: strata.into_values().collect(), standardised: z, timings, start: total };
+    Ok((plan, tasks))
+}
 
+/// Groups one stratum with the chosen method (and its whole-stratum bound when small enough).
+/// Pure: the same task gives the same groups on any executor.
+pub fn solve_stratum(task: &StratumTask) -> StratumOutcome {
+    let params = &task.params;
+    let k = params.k;
+    let pts = PointSet::new(task.cols, &task.points, task.weights.as_deref());
+    let n = task.points.len() / task.cols;
+    let mut o = StratumOutcome {
+        groups: Vec::new(),
+        step1_sse: None,
+        restricted_bound: None,
+        optimisation_groups: (0, 0),
+        lower_bound: None,
+        timings: Timings::default(),
+        warnings: Vec::new(),
+    };
+    let t = Instant::now();
+    let mut local = match params.method {
+        Method::Mdav => mdav::mdav(&pts, k),
+        Method::Vmdav => vmdav::vmdav(&pts, k, params.vmdav_gamma),
+        Method::UnivariateOptimal => univariate::univariate_optimal(&pts, k),
+        Method::TwoStep => {
+            let seed = crate::rng::Rng::for_stream(params.seed, task.stratum).next_u64();
+            let out = twostep::two_step(&pts, k, &params.two_step, seed);
+            o.timings.partition_s = out.timings.partition_s;
+            o.timings.step1_s = out.timings.step1_s;
+            o.timings.step2_s = out.timings.step2_s;
+            o.timings.improve_s = out.timings.improve_s;
+            o.step1_sse = Some(out.step1_sse);
+            o.restricted_bound = out.restricted_bound;
+            o.optimisation_groups = (out.optimisation_groups, out.bounded_groups);
+            o.warnings.extend(out.warnings);
+            out.groups
+        }
+    };
+    if params.method != Method::TwoStep {
+        o.timings.step1_s = t.elapsed().as_secs_f64();
+    }
+    let t = Instant::now();
+    if n <= params.exact_bound_max_records {
+        match colgen::column_generation(&pts, k, &[local.clone()], &params.bound_column_generation) {
+            Ok(out) => {
+                o.lower_bound = out.lower_bound;
+                if params.method == Method::TwoStep && out.sse < pts.partition_sse(&local) {
+                    local = out.groups;
+                }
+            }
+            Err(e) => o.warnings.push(format!("stratum {}: lower bound failed: {e}", task.stratum)),
+        }
+    }
+    o.timings.bound_s = t.elapsed().as_secs_f64();
+    o.groups = local;
+    o
+}
+
+/// Merges the strata outcomes (in [`plan_strata`]'s task order), masks the data and verifies
+/// k-anonymity. Fails closed on outcomes that do not partition a stratum into groups of ≥ k.
+pub fn finish_strata(
+    data: &NumericData,
+    params: &MicroaggParams,
+    plan: StrataPlan,
+    outcomes: Vec<StratumOutcome>,
+) -> Result<MicroaggResult, MicroaggError> {
+    let (rows, cols, k) = (data.rows, data.cols, params.k);
+    let mut timings = plan.timings;
+    if outcomes.len() != plan.members.len() {
+        return Err(MicroaggError::InvalidParameter {
+            name: "strata outcomes",
+            value: outcomes.len().to_string(),
+            reason: "one outcome per stratum is required",
+        });
+    }
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut warnings = Vec::new();
     let mut step1_sse = None;
     let mut restricted = Some(0.0);
     let mut opt_groups = (0, 0);
     let mut bound = Some(0.0);
-    for (&stratum, members) in &strata {
-        let (c, w) = all.gather(members);
-        let pts = PointSet::new(cols, &c, w.as_deref());
-        let t = Instant::now();
-        let mut local = match params.method {
-            Method::Mdav => mdav::mdav(&pts, k),
-            Method::Vmdav => vmdav::vmdav(&pts, k, params.vmdav_gamma),
-            Method::UnivariateOptimal => univariate::univariate_optimal(&pts, k),
-            Method::TwoStep => {
-                let seed = crate::rng::Rng::for_stream(params.seed, stratum).next_u64();
-                let out = twostep::two_step(&pts, k, &params.two_step, seed);
-                timings.partition_s += out.timings.partition_s;
-                timings.step1_s += out.timings.step1_s;
-                timings.step2_s += out.timings.step2_s;
-                timings.improve_s += out.timings.improve_s;
-                *step1_sse.get_or_insert(0.0) += out.step1_sse;
-                restricted = restricted.zip(out.restricted_bound).map(|(a, b)| a + b);
-                opt_groups.0 += out.optimisation_groups;
-                opt_groups.1 += out.bounded_groups;
-                warnings.extend(out.warnings);
-                out.groups
-            }
-        };
-        if params.method != Method::TwoStep {
-            timings.step1_s += t.elapsed().as_secs_f64();
-        }
-        let t = Instant::now();
-        if members.len() <= params.exact_bound_max_records {
-            match colgen::column_generation(&pts, k, &[local.clone()], &params.bound_column_generation) {
-                Ok(out) => {
-                    bound = bound.zip(out.lower_bound).map(|(a, b)| a + b);
-                    if params.method == Method::TwoStep && out.sse < pts.partition_sse(&local) {
-                        local = out.groups;
-                    }
-                }
-                Err(e) => {
-                    bound = None;
-                    warnings.push(format!("stratum {stratum}: lower bound failed: {e}"));
+    for (members, o) in plan.members.iter().zip(outcomes) {
+        let mut seen = vec![false; members.len()];
+        for g in &o.groups {
+            for &i in g {
+                if i >= members.len() || std::mem::replace(&mut seen[i], true) || g.len() < k {
+                    return Err(MicroaggError::InvalidParameter {
+                        name: "stratum outcome",
+                        value: format!("group {g:?}"),
+                        reason: "groups must partition the stratum into groups of at least k records",
+                    });
                 }
             }
-        } else {
-            bound = None;
         }
-        timings.bound_s += t.elapsed().as_secs_f64();
-        groups.extend(local.into_iter().map(|g| g.into_iter().map(|i| members[i]).collect::<Vec<_>>()));
+        if seen.iter().any(|s| !s) {
+            return Err(MicroaggError::InvalidParameter {
+                name: "stratum outcome",
+                value: format!("{} records", members.len()),
+                reason: "groups must cover every record of the stratum",
+            });
+        }
+        timings.partition_s += o.timings.partition_s;
+        timings.step1_s += o.timings.step1_s;
+        timings.step2_s += o.timings.step2_s;
+        timings.improve_s += o.timings.improve_s;
+        timings.bound_s += o.timings.bound_s;
+        if let Some(s) = o.step1_sse {
+            *step1_sse.get_or_insert(0.0) += s;
+        }
+        if params.method == Method::TwoStep {
+            restricted = restricted.zip(o.restricted_bound).map(|(a, b)| a + b);
+        }
+        opt_groups.0 += o.optimisation_groups.0;
+        opt_groups.1 += o.optimisation_groups.1;
+        warnings.extend(o.warnings);
+        bound = bound.zip(o.lower_bound).map(|(a, b)| a + b);
+        groups.extend(o.groups.into_iter().map(|g| g.into_iter().map(|i| members[i]).collect::<Vec<_>>()));
     }
+    let all = PointSet::new(cols, &plan.standardised, data.weights.as_deref());
 
     let t = Instant::now();
     // group ids by first occurrence in input order
@@ -450,7 +580,7 @@ pub fn microaggregate(data: &NumericData, params: &MicroaggParams) -> Result<Mic
     verify_k_anonymity(&masked, cols, data.strata.as_deref(), k)?;
     timings.verify_s = t.elapsed().as_secs_f64();
     let lower_bound = bound.map(|b: f64| b.min(sse));
-    timings.total_s = total.elapsed().as_secs_f64();
+    timings.total_s = plan.start.elapsed().as_secs_f64();
     Ok(MicroaggResult {
         method: params.method,
         k,

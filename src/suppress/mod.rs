@@ -32,7 +32,10 @@ use crate::table::{CellStatus, Table, TableError};
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit};
 pub use linked::protect_linked;
-pub use modular::{solve_subtable, subtables, SubTable, SubtableReport, SubtableStatus};
+pub use modular::{
+    solve_subtable, solve_task, subtables, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
+    SubtableStatus, SubtableTask,
+};
 
 use problem::Problem;
 
@@ -167,11 +170,25 @@ pub enum SuppressError {
     /// Table construction error (subtables, linked tables).
     #[error(transparent)]
     Table(#[from] TableError),
+    /// Subtables shipped to cluster executors could not be solved there (engine, scratch or
+    /// executor failure).
+    #[error("distributed subtable solve: {0}")]
+    Distributed(String),
 }
 
 /// Protects `table` with `opts.method`, then audits the result from scratch; errors (fail
 /// closed) when the method cannot make every sensitive cell safe.
 pub fn protect(table: &Table, opts: &ProtectOptions) -> Result<Protection, SuppressError> {
+    protect_with(table, opts, &InProcess)
+}
+
+/// [`protect`] with the subtables of the `Modular` method solved by `solver` (e.g. on cluster
+/// executors); the other methods ignore it. The merge, repair and final audit run here.
+pub fn protect_with(
+    table: &Table,
+    opts: &ProtectOptions,
+    solver: &dyn SubtableSolver,
+) -> Result<Protection, SuppressError> {
     let start = Instant::now();
     let p = Problem::from_table(table, None);
     let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
@@ -189,7 +206,7 @@ pub fn protect(table: &Table, opts: &ProtectOptions) -> Result<Protection, Suppr
             (s, Vec::new(), lb)
         }
         Method::Modular => {
-            let (s, subs) = modular::run(table, &p, opts, deadline).map_err(with_coord)?;
+            let (s, subs) = modular::run(table, &p, opts, deadline, solver).map_err(with_coord)?;
             (s, subs, None)
         }
     };

@@ -66,6 +66,9 @@ pub struct SubtableReport {
     pub status: SubtableStatus,
     /// Seconds.
     pub seconds: f64,
+    /// Where it was solved (cluster executor identity; empty in-process). Not deterministic.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub worker: String,
 }
 
 /// Decomposes `table` into its 1-level subtables, ordered by (level, nodes).
@@ -176,12 +179,91 @@ fn propagate_trivial(p: &Problem) -> FastMap<u32, (f64, f64)> {
     }
 }
 
-/// Runs the method on `table` (whose flat problem is `p`).
+/// One subtable ready to solve: the local table with statuses, protection levels and bounds
+/// set from the levels above. Built by the driver ([`run`]), solved by [`solve_task`] wherever
+/// the [`SubtableSolver`] sends it (in-process or on a cluster executor).
+#[derive(Debug, Clone)]
+pub struct SubtableTask {
+    /// The local table (`Primary` = protect, `Secondary` = keep suppressed, `Protected` = keep
+    /// published, `Safe` = free).
+    pub local: Table,
+    /// Local cells published by an earlier level that the retry may free (at 1000× cost).
+    pub relaxable: Vec<usize>,
+    /// The local pattern kept when the subtable cannot be protected (left to the repair).
+    pub fallback: Vec<bool>,
+    /// Solver options; `time_limit_s` is this subtable's share of the budget.
+    pub opts: ProtectOptions,
+}
+
+/// What [`solve_task`] returns for one subtable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubtableOutcome {
+    /// Suppression pattern over the local cells.
+    pub pattern: Vec<bool>,
+    /// Solved, relaxed or failed.
+    pub status: SubtableStatus,
+    /// Seconds spent solving.
+    pub seconds: f64,
+    /// Where it ran (an executor identity on a cluster; empty in-process).
+    pub worker: String,
+}
+
+/// Solves the independent subtables of one level; results in task order. The modular method
+/// calls it once per level, so an implementation can ship a level's subtables to a cluster
+/// (see `crate::dist`) while the decomposition, merge and audit stay with the caller.
+pub trait SubtableSolver: Sync {
+    /// Solves `tasks`, returning one outcome per task in the same order.
+    fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError>;
+}
+
+/// Solves subtables in this process, in parallel (rayon).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InProcess;
+
+impl SubtableSolver for InProcess {
+    fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError> {
+        tasks.par_iter().map(solve_task).collect()
+    }
+}
+
+/// Solves one prepared subtable: with inherited statuses fixed, else with the relaxable cells
+/// freed, else returns the fallback pattern as `Failed`. Pure (depends only on the task), so
+/// it gives the same pattern on any executor.
+pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError> {
+    let t0 = Instant::now();
+    let done = |pattern, status| SubtableOutcome {
+        pattern,
+        status,
+        seconds: t0.elapsed().as_secs_f64(),
+        worker: String::new(),
+    };
+    match solve_subtable(&task.local, &task.opts) {
+        Ok(x) => return Ok(done(x, SubtableStatus::Solved)),
+        Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    let mut local = task.local.clone();
+    for &k in &task.relaxable {
+        local.set_status(k, CellStatus::Safe);
+        local.set_cost(k, local.cells()[k].cost * 1000.0 + 1.0);
+    }
+    match solve_subtable(&local, &task.opts) {
+        Ok(x) => Ok(done(x, SubtableStatus::Relaxed)),
+        Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {
+            Ok(done(task.fallback.clone(), SubtableStatus::Failed))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the method on `table` (whose flat problem is `p`), solving each level's subtables
+/// with `solver`.
 pub(crate) fn run(
     table: &Table,
     p: &Problem,
     opts: &ProtectOptions,
     deadline: Instant,
+    solver: &dyn SubtableSolver,
 ) -> Result<(Vec<bool>, Vec<SubtableReport>), SuppressError> {
     let subs = subtables(table)?;
     let sens = propagate_trivial(p);
@@ -195,13 +277,27 @@ pub(crate) fn run(
         let end = start + subs[start..].iter().take_while(|s| s.level == level).count();
         // Each subtable gets a share of the time left (twice its share: they run in parallel).
         let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
-        let share = 2.0 * left / (subs.len() - start) as f64;
-        let sub_deadline = Instant::now() + std::time::Duration::from_secs_f64(share);
-        let results: Vec<(Vec<bool>, SubtableStatus, f64)> = subs[start..end]
-            .par_iter()
-            .map(|s| solve_one(s, p, &sens, &sup, &decided, &inherit, opts, sub_deadline))
-            .collect::<Result<_, _>>()?;
-        for (s, (local, status, secs)) in subs[start..end].iter().zip(results) {
+        let share = (2.0 * left / (subs.len() - start) as f64).min(opts.time_limit_s);
+        let tasks: Vec<SubtableTask> =
+            subs[start..end].iter().map(|s| prepare(s, p, &sens, &sup, &decided, &inherit, opts, share)).collect();
+        let results = solver.solve_level(tasks)?;
+        if results.len() != end - start {
+            return Err(SuppressError::Distributed(format!(
+                "level {level}: the subtable solver returned {} results for {} subtables",
+                results.len(),
+                end - start
+            )));
+        }
+        for (s, out) in subs[start..end].iter().zip(results) {
+            let local = &out.pattern;
+            if local.len() != s.cells.len() {
+                return Err(SuppressError::Distributed(format!(
+                    "subtable {:?}: the solver returned a pattern of {} cells for {}",
+                    s.nodes,
+                    local.len(),
+                    s.cells.len()
+                )));
+            }
             let max_pl = s.cells.iter().filter_map(|g| sens.get(g)).map(|&(l, u)| l.max(u)).fold(0.0, f64::max);
             let mut added = 0;
             for (k, &g) in s.cells.iter().enumerate() {
@@ -219,8 +315,9 @@ pub(crate) fn run(
                 level,
                 cells: s.cells.len(),
                 added,
-                status,
-                seconds: secs,
+                status: out.status,
+                seconds: out.seconds,
+                worker: out.worker,
             });
         }
         for s in &subs[start..end] {
@@ -237,8 +334,9 @@ pub(crate) fn run(
     Ok((w.aud.sup, reports))
 }
 
+/// The task of subtable `s` given the decisions of the levels above.
 #[allow(clippy::too_many_arguments)]
-fn solve_one(
+fn prepare(
     s: &SubTable,
     p: &Problem,
     sens: &FastMap<u32, (f64, f64)>,
@@ -246,9 +344,8 @@ fn solve_one(
     decided: &[bool],
     inherit: &[f64],
     opts: &ProtectOptions,
-    deadline: Instant,
-) -> Result<(Vec<bool>, SubtableStatus, f64), SuppressError> {
-    let t0 = Instant::now();
+    time_limit_s: f64,
+) -> SubtableTask {
     let mut local = s.table.clone();
     let mut relaxable = Vec::new();
     for (k, &g) in s.cells.iter().enumerate() {
@@ -270,25 +367,8 @@ fn solve_one(
         local.set_status(k, status);
         local.set_protection(k, lpl, upl, 0.0);
     }
-    let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
-    let sub_opts = ProtectOptions { time_limit_s: left.min(opts.time_limit_s), ..opts.clone() };
-    match solve_subtable(&local, &sub_opts) {
-        Ok(x) => return Ok((x, SubtableStatus::Solved, t0.elapsed().as_secs_f64())),
-        Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {}
-        Err(e) => return Err(e),
-    }
-    for &k in &relaxable {
-        local.set_status(k, CellStatus::Safe);
-        local.set_cost(k, local.cells()[k].cost * 1000.0 + 1.0);
-    }
-    match solve_subtable(&local, &sub_opts) {
-        Ok(x) => Ok((x, SubtableStatus::Relaxed, t0.elapsed().as_secs_f64())),
-        Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {
-            let x = (0..s.cells.len()).map(|k| sup[s.cells[k] as usize]).collect();
-            Ok((x, SubtableStatus::Failed, t0.elapsed().as_secs_f64()))
-        }
-        Err(e) => Err(e),
-    }
+    let fallback = s.cells.iter().map(|&g| sup[g as usize]).collect();
+    SubtableTask { local, relaxable, fallback, opts: ProtectOptions { time_limit_s, ..opts.clone() } }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 mod apriori;
 mod bad_input;
 mod cli;
+mod cluster;
 mod common;
 mod deploy;
 mod engines;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-struct Server(Child);
+pub(crate) struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -22,7 +22,7 @@ fn free_port() -> u16 {
 
 /// Starts moto on a free loopback port; `None` (with a message) when it is not installed, unless
 /// `SDCFLOW_REQUIRE_MOTO` is set (CI), where its absence fails the test.
-fn start_moto() -> Option<(Server, u16)> {
+pub(crate) fn start_moto() -> Option<(Server, u16)> {
     let port = free_port();
     let child = Command::new("moto_server")
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -49,13 +49,13 @@ fn start_moto() -> Option<(Server, u16)> {
     Some((server, port))
 }
 
-fn python(endpoint: &str, script: &str) {
+pub(crate) fn python(endpoint: &str, script: &str) {
     let full = format!("import boto3, os, sys\ns3 = boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1')\n{script}");
     let o = Command::new("python3").args(["-c", &full]).output().unwrap();
     assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
 }
 
-fn with_s3_env(cmd: &mut Command, endpoint: &str) {
+pub(crate) fn with_s3_env(cmd: &mut Command, endpoint: &str) {
     cmd.env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_REGION", "us-east-1")

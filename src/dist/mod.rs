@@ -1,0 +1,162 @@
+//! Cluster roles: `sdcflow scheduler` and `sdcflow executor` start Ballista components from the
+//! same binary, with sdcflow's own functions registered, so that any plan the client ships —
+//! including the `sdc_top<N>` aggregates of tabulation — can run on every executor.
+//!
+//! Executors only run code linked into them; this is why sdcflow does not use the stock Ballista
+//! binaries. The scheduler plans with the same session builder as the client.
+//!
+//! Solver work is shipped as data, not as plan nodes: [`ship`] writes each level of modular
+//! subtables as Parquet rows to a scratch location and runs `sdc_solve_subtable(payload)`
+//! ([`udf`]) over them, so Ballista schedules one task per partition file on whichever executor
+//! has a free slot, retries it elsewhere when an executor dies, and the client merges the
+//! results in partition-id order. [`store`] lets the scheduler and executors open any `s3://`
+//! bucket from the `AWS_*` environment. README.md ("Distribution") explains the choice.
+
+pub mod ship;
+pub mod store;
+pub mod udf;
+pub mod wire;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ballista_core::registry::BallistaFunctionRegistry;
+use ballista_core::RuntimeProducer;
+use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
+use ballista_scheduler::cluster::BallistaCluster;
+use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
+use ballista_scheduler::scheduler_process::start_server;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion::prelude::SessionConfig;
+
+use crate::error::{Error, Result};
+use crate::tabulate::topn::TopN;
+
+/// A session state with sdcflow's functions and on-demand `s3://` stores, for the scheduler
+/// and executors.
+pub fn session_state(config: SessionConfig) -> datafusion::common::Result<SessionState> {
+    let runtime = runtime_env(None)?;
+    let mut state =
+        SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
+    register_functions(&mut state)?;
+    Ok(state)
+}
+
+/// Registers sdcflow's functions (`sdc_top<N>` aggregates, the solver-partition functions) in
+/// `state`.
+pub fn register_functions(state: &mut SessionState) -> datafusion::common::Result<()> {
+    for f in TopN::all() {
+        datafusion::execution::FunctionRegistry::register_udaf(state, f)?;
+    }
+    for f in udf::PartitionUdf::all() {
+        datafusion::execution::FunctionRegistry::register_udf(state, f)?;
+    }
+    Ok(())
+}
+
+/// A runtime whose object-store registry opens `s3://` buckets from the environment; spill
+/// files go to `temp_dir` when given.
+pub fn runtime_env(temp_dir: Option<&str>) -> datafusion::common::Result<Arc<RuntimeEnv>> {
+    let mut b = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(store::EnvObjectStoreRegistry::default()));
+    if let Some(d) = temp_dir {
+        b = b.with_temp_file_path(d);
+    }
+    b.build_arc()
+}
+
+/// Scheduler settings from the command line.
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    /// Address to bind.
+    pub bind_host: String,
+    /// gRPC port.
+    pub port: u16,
+    /// Seconds without a heartbeat after which an executor is declared lost and its running
+    /// tasks are scheduled elsewhere (Ballista's default is 180).
+    pub executor_timeout_s: u64,
+}
+
+/// Runs a Ballista scheduler on `host:port` until the process is stopped.
+pub async fn run_scheduler(o: &SchedulerOptions) -> Result<()> {
+    let (host, port) = (o.bind_host.as_str(), o.port);
+    let mut config = SchedulerConfig::default().with_hostname(host).with_port(port);
+    config.override_session_builder = Some(Arc::new(session_state));
+    // One scheduler: spread tasks one per executor in turn (Ballista's advice), so the
+    // partitions of a level land on every executor instead of filling the first one.
+    config.task_distribution = TaskDistributionPolicy::RoundRobin;
+    config.executor_timeout_seconds = o.executor_timeout_s.max(1);
+    config.no_executors_grace_period_seconds = config.executor_timeout_seconds;
+    config.expire_dead_executor_interval_seconds = (o.executor_timeout_s / 3).clamp(1, 15);
+    let addr: SocketAddr =
+        format!("{host}:{port}").parse().map_err(|e| Error::Engine(format!("scheduler address {host}:{port}: {e}")))?;
+    let cluster =
+        BallistaCluster::new_from_config(&config).await.map_err(|e| Error::Engine(format!("scheduler: {e}")))?;
+    start_server(cluster, addr, Arc::new(config)).await.map_err(|e| Error::Engine(format!("scheduler: {e}")))
+}
+
+/// Executor settings from the command line.
+#[derive(Debug, Clone)]
+pub struct ExecutorOptions {
+    /// Address to bind the flight service to.
+    pub bind_host: String,
+    /// Flight (data) port.
+    pub port: u16,
+    /// gRPC port.
+    pub grpc_port: u16,
+    /// Scheduler host.
+    pub scheduler_host: String,
+    /// Scheduler port.
+    pub scheduler_port: u16,
+    /// Concurrent tasks (default: cores).
+    pub concurrent_tasks: usize,
+    /// Work (shuffle) directory.
+    pub work_dir: Option<String>,
+    /// Fault injection for tests: sleep this long before each subtable (0 = off).
+    pub test_solve_delay_ms: u64,
+}
+
+/// Runs a Ballista executor registered with the scheduler until the process is stopped.
+pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
+    let state = session_state(SessionConfig::new()).map_err(|e| Error::Engine(e.to_string()))?;
+    let registry = BallistaFunctionRegistry::from(&state);
+    // Shuffle and spill files: the given directory, else a private one removed on exit.
+    let temp;
+    let work_dir = match &o.work_dir {
+        Some(d) => d.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("sdcflow-executor-")
+                .tempdir()
+                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            temp.path().display().to_string()
+        }
+    };
+    let wd = work_dir.clone();
+    let runtime: RuntimeProducer = Arc::new(move |_| runtime_env(Some(&wd)));
+    let executor_id = format!(
+        "{}-{}-{}",
+        std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| o.bind_host.clone()),
+        o.port,
+        std::process::id()
+    );
+    udf::set_worker_identity(format!("executor {executor_id}"));
+    udf::set_test_solve_delay_ms(o.test_solve_delay_ms);
+    let config = ExecutorProcessConfig {
+        executor_id,
+        bind_host: o.bind_host.clone(),
+        external_host: Some(o.bind_host.clone()),
+        port: o.port,
+        grpc_port: o.grpc_port,
+        scheduler_host: o.scheduler_host.clone(),
+        scheduler_port: o.scheduler_port,
+        scheduler_connect_timeout_seconds: 30,
+        vcores: o.concurrent_tasks,
+        work_dir: Some(work_dir),
+        executor_heartbeat_interval_seconds: 2,
+        override_function_registry: Some(Arc::new(registry)),
+        override_runtime_producer: Some(runtime),
+        ..Default::default()
+    };
+    start_executor_process(Arc::new(config)).await.map_err(|e| Error::Engine(format!("executor: {e}")))
+}

@@ -1,0 +1,379 @@
+//! Client side of solver partitions: write a level's subtable problems as Parquet rows to a
+//! scratch location every executor can read, run `SELECT partition_id,
+//! sdc_solve_subtable(payload)` through the job's `SessionContext`, and merge the results in
+//! partition-id order.
+//!
+//! The same code runs in every engine mode — local DataFusion executes the query in-process,
+//! Ballista ships it to executors — so local and cluster outputs are byte-identical by
+//! construction. Rows are spread over several Parquet files (one scan partition each), so a
+//! level with many subtables keeps every executor busy.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use tokio::runtime::Handle;
+
+use super::udf::{MICROAGGREGATE_STRATUM, SOLVE_SUBTABLE};
+use super::wire;
+use crate::error::{Error, Result};
+use crate::job::EngineMode;
+use crate::microagg::{StratumOutcome, StratumTask};
+use crate::run::AssessedTable;
+use crate::suppress::{Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError};
+
+/// Where solver partitions are written: a place the client writes and every executor reads.
+///
+/// Local directory (local and standalone modes, a loopback cluster, or any shared mount) or an
+/// object-store prefix. The payloads hold unprotected cell values, so the location is private to
+/// the run, outside the output, and removed at the end ([`Scratch::remove`]; a local one also on
+/// drop).
+#[derive(Debug)]
+pub enum Scratch {
+    /// A private temporary directory.
+    Local(tempfile::TempDir),
+    /// A private prefix on an object store.
+    Store {
+        /// `s3://bucket/prefix` (no trailing slash).
+        url: String,
+        /// The store.
+        store: Arc<dyn ObjectStore>,
+    },
+}
+
+impl Scratch {
+    /// Chooses the scratch location of a run writing to `output` in `mode`.
+    ///
+    /// `SDCFLOW_SCRATCH` (a directory or `s3://bucket/prefix`) wins; a cluster run with an
+    /// `s3://` output uses a sibling prefix `<output>.sdcflow-scratch-<pid>-<time>`; everything
+    /// else a local temporary directory (enough for local, standalone and loopback clusters).
+    pub fn for_run(output: &str, mode: &EngineMode) -> Result<Self> {
+        let stamp = format!("{}-{}", std::process::id(), chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
+        let base = match std::env::var("SDCFLOW_SCRATCH") {
+            Ok(s) if !s.is_empty() => Some(s),
+            _ if matches!(mode, EngineMode::Remote(_)) && output.starts_with("s3://") => {
+                Some(format!("{}.sdcflow-scratch-{stamp}", output.trim_end_matches('/')))
+            }
+            _ => None,
+        };
+        match base {
+            Some(b) if b.starts_with("s3://") => {
+                let store = crate::engine::s3_store(&b)?.ok_or_else(|| Error::Internal(format!("no store for {b}")))?;
+                let url = if b.contains(".sdcflow-scratch-") {
+                    b
+                } else {
+                    format!("{}/sdcflow-scratch-{stamp}", b.trim_end_matches('/'))
+                };
+                Ok(Scratch::Store { url, store })
+            }
+            Some(dir) => {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                let t = tempfile::Builder::new()
+                    .prefix("sdcflow-scratch-")
+                    .tempdir_in(&dir)
+                    .map_err(|e| Error::io(&dir, e))?;
+                Ok(Scratch::Local(t))
+            }
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("sdcflow-scratch-")
+                    .tempdir()
+                    .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+                Ok(Scratch::Local(t))
+            }
+        }
+    }
+
+    /// Where the scratch lives (a directory or an `s3://` prefix), for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Scratch::Local(t) => t.path().display().to_string(),
+            Scratch::Store { url, .. } => url.clone(),
+        }
+    }
+
+    /// The location of sub-directory `name`, as a path or URL DataFusion can scan.
+    fn location(&self, name: &str) -> String {
+        match self {
+            Scratch::Local(t) => format!("{}/", t.path().join(name).display()),
+            Scratch::Store { url, .. } => format!("{url}/{name}/"),
+        }
+    }
+
+    /// Writes `bytes` as `name/file`.
+    async fn put(&self, name: &str, file: &str, bytes: Vec<u8>) -> Result<()> {
+        match self {
+            Scratch::Local(t) => {
+                let dir: PathBuf = t.path().join(name);
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                let p = dir.join(file);
+                std::fs::write(&p, bytes).map_err(|e| Error::io(&p, e))
+            }
+            Scratch::Store { url, store } => {
+                let key = format!("{}/{name}/{file}", key_of(url));
+                store
+                    .put(&StorePath::from(key.as_str()), PutPayload::from(bytes))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| Error::Store { url: format!("{url}/{name}/{file}"), message: e.to_string() })
+            }
+        }
+    }
+
+    /// Deletes everything written below the scratch location.
+    pub async fn remove(self) -> Result<()> {
+        match self {
+            Scratch::Local(t) => {
+                let p = t.path().to_path_buf();
+                t.close().map_err(|e| Error::io(p, e))
+            }
+            Scratch::Store { url, store } => {
+                use futures::TryStreamExt;
+                let prefix = StorePath::from(key_of(&url));
+                let objects: Vec<_> = store
+                    .list(Some(&prefix))
+                    .try_collect()
+                    .await
+                    .map_err(|e| Error::Store { url: url.clone(), message: e.to_string() })?;
+                for o in objects {
+                    store
+                        .delete(&o.location)
+                        .await
+                        .map_err(|e| Error::Store { url: format!("{url} ({})", o.location), message: e.to_string() })?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn key_of(url: &str) -> String {
+    url::Url::parse(url).map(|u| u.path().trim_matches('/').to_string()).unwrap_or_default()
+}
+
+/// The schema of a partition file: `partition_id` (position in the level) and `payload`.
+fn partition_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("partition_id", DataType::UInt64, false),
+        Field::new("payload", DataType::Utf8, false),
+    ]))
+}
+
+/// Ships each level of a modular protection through SQL (see the module docs).
+pub struct SqlSubtableSolver {
+    ctx: SessionContext,
+    scratch: Arc<Scratch>,
+    handle: Handle,
+    table: String,
+    files: usize,
+    levels: AtomicUsize,
+}
+
+impl SqlSubtableSolver {
+    /// A solver for table `table` writing at most `files` partition files per level (use the
+    /// job's target partitions: about executors × concurrent tasks). `handle` runs the queries;
+    /// call [`SubtableSolver::solve_level`] from a blocking thread (not a runtime worker).
+    pub fn new(ctx: SessionContext, scratch: Arc<Scratch>, handle: Handle, table: &str, files: usize) -> Self {
+        let table = table.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        Self { ctx, scratch, handle, table, files, levels: AtomicUsize::new(0) }
+    }
+
+    async fn solve(&self, tasks: &[SubtableTask]) -> Result<Vec<Result<SubtableOutcome, (String, String)>>> {
+        let level = self.levels.fetch_add(1, Ordering::Relaxed);
+        let name = format!("__sdc_{}_solve_{level}", self.table);
+        let payloads: Vec<String> = tasks.iter().map(wire::encode_task).collect();
+        let results = run_partitions(&self.ctx, &self.scratch, &name, SOLVE_SUBTABLE, payloads, self.files)
+            .await
+            .map_err(|e| Error::Engine(format!("solving the subtables of table `{}`: {e}", self.table)))?;
+        results.iter().map(|r| wire::decode_outcome(r).map_err(Error::Internal)).collect()
+    }
+}
+
+/// Writes `payloads` as rows `(partition_id, payload)` of at most `files` Parquet files under
+/// scratch directory `name`, runs `func(payload)` over them through `ctx` and returns the
+/// results in partition-id order. Fails unless every partition returns exactly one result.
+pub async fn run_partitions(
+    ctx: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    func: &str,
+    payloads: Vec<String>,
+    files: usize,
+) -> Result<Vec<String>> {
+    let n = payloads.len();
+    let files = files.min(n).max(1);
+    // Row i goes to file i mod files: consecutive problems (similar sizes) spread evenly.
+    for f in 0..files {
+        let rows: Vec<usize> = (f..n).step_by(files).collect();
+        let ids = UInt64Array::from_iter_values(rows.iter().map(|&i| i as u64));
+        let col = StringArray::from_iter_values(rows.iter().map(|&i| payloads[i].as_str()));
+        let batch = RecordBatch::try_new(partition_schema(), vec![Arc::new(ids), Arc::new(col)])?;
+        let mut buf = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, partition_schema(), None)?;
+        w.write(&batch)?;
+        w.close()?;
+        scratch.put(name, &format!("part-{f:05}.parquet"), buf).await?;
+    }
+    drop(payloads);
+    let location = scratch.location(name);
+    ctx.register_parquet(name, &location, ParquetReadOptions::default())
+        .await
+        .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
+    let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
+    let result = async { ctx.sql(&sql).await?.collect().await }.await;
+    let _ = ctx.deregister_table(name);
+    let batches = result.map_err(|e| Error::Engine(e.to_string()))?;
+    let mut out: Vec<Option<String>> = vec![None; n];
+    for b in &batches {
+        let ids = b.column(0).as_primitive::<UInt64Type>();
+        let outcomes = b.column(1).as_string::<i32>();
+        for r in 0..b.num_rows() {
+            let id = ids.value(r) as usize;
+            let slot = out.get_mut(id).ok_or_else(|| Error::Internal(format!("unknown solver partition {id}")))?;
+            if slot.is_some() {
+                return Err(Error::Internal(format!("solver partition {id} returned twice")));
+            }
+            if outcomes.is_null(r) {
+                return Err(Error::Internal(format!("solver partition {id} returned NULL")));
+            }
+            *slot = Some(outcomes.value(r).to_string());
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, o)| o.ok_or_else(|| Error::Internal(format!("solver partition {i} returned no result"))))
+        .collect()
+}
+
+/// Microaggregates the strata of one data set through `ctx` (one stratum per partition row);
+/// returns the outcomes in task order and the number of strata each worker solved.
+pub async fn solve_strata(
+    ctx: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    tasks: &[StratumTask],
+    files: usize,
+) -> Result<(Vec<StratumOutcome>, BTreeMap<String, usize>)> {
+    let payloads = tasks
+        .iter()
+        .map(|t| wire::encode_stratum(t).map_err(|e| Error::Internal(format!("microaggregation `{name}`: {e}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let results =
+        run_partitions(ctx, scratch, &format!("__sdc_{safe}_strata"), MICROAGGREGATE_STRATUM, payloads, files)
+            .await
+            .map_err(|e| Error::Engine(format!("microaggregation `{name}`: solving the strata: {e}")))?;
+    let mut per_worker = BTreeMap::new();
+    let mut out = Vec::with_capacity(results.len());
+    for r in &results {
+        let (o, worker) = wire::decode_stratum_outcome(r).map_err(Error::Internal)?;
+        *per_worker.entry(worker).or_default() += 1;
+        out.push(o);
+    }
+    Ok((out, per_worker))
+}
+
+impl SubtableSolver for SqlSubtableSolver {
+    fn solve_level(&self, tasks: Vec<SubtableTask>) -> std::result::Result<Vec<SubtableOutcome>, SuppressError> {
+        if tasks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let results =
+            self.handle.block_on(self.solve(&tasks)).map_err(|e| SuppressError::Distributed(e.to_string()))?;
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.map_err(|(worker, message)| {
+                    SuppressError::Distributed(format!("subtable partition {i} failed on {worker}: {message}"))
+                })
+            })
+            .collect()
+    }
+}
+
+/// Protects an assessed table with its secondary method, modular subtables solved through
+/// `ctx` (on the executors of a cluster, in-process otherwise); runs the solver on a blocking
+/// thread so the engine's runtime stays free to drive the queries.
+pub async fn protect_table(
+    ctx: &SessionContext,
+    scratch: &Arc<Scratch>,
+    t: &crate::job::TableJob,
+    mut assessed: AssessedTable,
+    apriori: Option<crate::secondary::AprioriFile>,
+    files: usize,
+) -> Result<(AssessedTable, Protection)> {
+    let solver = SqlSubtableSolver::new(ctx.clone(), scratch.clone(), Handle::current(), &t.name, files);
+    let (name, method, seed, limit, singleton) =
+        (t.name.clone(), t.secondary.clone(), t.seed, t.time_limit_s, t.singleton_rule);
+    tokio::task::spawn_blocking(move || {
+        let p = crate::secondary::protect_with(
+            &name,
+            &mut assessed,
+            &method,
+            seed,
+            limit,
+            singleton,
+            apriori.as_ref(),
+            &solver,
+        )?;
+        Ok((assessed, p))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("secondary suppression task: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{session, EngineOptions};
+    use crate::suppress::{protect, protect_with, Method, ProtectOptions};
+
+    /// The SQL path (partition files + `sdc_solve_subtable`) gives the same protection as the
+    /// in-process solver, and strata give the same microaggregation.
+    #[test]
+    fn sql_partitions_match_in_process_solving() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let ctx = rt
+            .block_on(session(&EngineOptions { mode: EngineMode::Local, target_partitions: 3, memory_limit: None }))
+            .unwrap();
+        let scratch = Arc::new(Scratch::for_run("unused", &EngineMode::Local).unwrap());
+        let spec = crate::table::synth::SynthSpec {
+            dims: vec![vec![3, 2], vec![3]],
+            density: 0.9,
+            mean_freq: 3.0,
+            min_freq: 3,
+            protection: 0.15,
+            seed: 11,
+        };
+        let t = crate::table::synth::generate(&spec).unwrap();
+        let opts = ProtectOptions { method: Method::Modular, time_limit_s: 60.0, ..Default::default() };
+        let solver = SqlSubtableSolver::new(ctx.clone(), scratch.clone(), rt.handle().clone(), "t 1", 3);
+        let a = protect_with(&t, &opts, &solver).unwrap();
+        let b = protect(&t, &opts).unwrap();
+        assert_eq!(a.statuses, b.statuses);
+        assert!(a.subtables.len() > 3 && a.subtables.iter().all(|s| s.worker.starts_with("in-process")));
+
+        let mut r = crate::rng::Rng::new(5);
+        let data = crate::microagg::NumericData {
+            rows: 60,
+            cols: 2,
+            values: (0..120).map(|_| r.index(1000) as f64 / 7.0).collect(),
+            weights: None,
+            strata: Some((0..60).map(|i| (i % 4) as u64).collect()),
+        };
+        let params = crate::microagg::MicroaggParams { k: 3, ..Default::default() };
+        let (plan, tasks) = crate::microagg::plan_strata(&data, &params).unwrap();
+        let (outcomes, per_worker) = rt.block_on(solve_strata(&ctx, &scratch, "m", &tasks, 3)).unwrap();
+        assert_eq!(per_worker.values().sum::<usize>(), 4);
+        let shipped = crate::microagg::finish_strata(&data, &params, plan, outcomes).unwrap();
+        let direct = crate::microagg::microaggregate(&data, &params).unwrap();
+        assert_eq!((shipped.masked, shipped.group), (direct.masked, direct.group));
+    }
+}

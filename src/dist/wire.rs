@@ -1,0 +1,325 @@
+//! The wire format of solver partitions: one subtable problem per row, as JSON text.
+//!
+//! Why JSON and not a binary codec: the payload is small next to the solve (a 1-level subtable
+//! has tens to thousands of cells), it needs no new dependency, and a failing partition can be
+//! read by a person. Every `f64` travels as its IEEE bit pattern (`u64`): JSON has no infinity
+//! (attacker bounds are often `+inf`) and decimal round trips are not guaranteed bit-exact,
+//! while the outputs must be byte-identical on every executor. Payloads carry the sdcflow
+//! version; an executor built from another version refuses them (clear error, no silent drift).
+
+use serde::{Deserialize, Serialize};
+
+use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
+use crate::suppress::{ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask};
+use crate::table::{Cell, CellStatus, Dimension, Table};
+
+/// sdcflow version stamped into every payload.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Serialize, Deserialize)]
+struct WireCell {
+    coord: Vec<u32>,
+    freq: u64,
+    #[serde(with = "crate::table::status_letter")]
+    status: CellStatus,
+    /// value, top1, top2, lpl, upl, spl, cost as bit patterns.
+    floats: [u64; 7],
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireTask {
+    version: String,
+    dims: Vec<Dimension>,
+    cells: Vec<WireCell>,
+    lower: Vec<u64>,
+    upper: Vec<u64>,
+    relaxable: Vec<usize>,
+    fallback: Vec<bool>,
+    opts: ProtectOptions,
+    time_limit_bits: u64,
+}
+
+/// Result of one partition row: the outcome or the solver's error, and who computed it.
+#[derive(Serialize, Deserialize)]
+struct WireOutcome {
+    version: String,
+    worker: String,
+    /// `'1'` = suppressed, `'0'` = published, per local cell.
+    pattern: Option<String>,
+    status: Option<SubtableStatus>,
+    seconds_bits: u64,
+    error: Option<String>,
+}
+
+fn bits(x: f64) -> u64 {
+    x.to_bits()
+}
+
+fn float(b: u64) -> f64 {
+    f64::from_bits(b)
+}
+
+/// Serialises a subtable task (bit-exact floats).
+pub fn encode_task(t: &SubtableTask) -> String {
+    let cells = t
+        .local
+        .cells()
+        .iter()
+        .map(|c| WireCell {
+            coord: c.coord.clone(),
+            freq: c.freq,
+            status: c.status,
+            floats: [c.value, c.top1, c.top2, c.lpl, c.upl, c.spl, c.cost].map(bits),
+        })
+        .collect();
+    let w = WireTask {
+        version: VERSION.into(),
+        dims: t.local.dims().to_vec(),
+        cells,
+        lower: t.local.lower_bounds().iter().copied().map(bits).collect(),
+        upper: t.local.upper_bounds().iter().copied().map(bits).collect(),
+        relaxable: t.relaxable.clone(),
+        fallback: t.fallback.clone(),
+        opts: t.opts.clone(),
+        time_limit_bits: bits(t.opts.time_limit_s),
+    };
+    serde_json::to_string(&w).expect("a subtable task always serialises")
+}
+
+/// Parses a payload written by [`encode_task`] and rebuilds the local table.
+pub fn decode_task(s: &str) -> Result<SubtableTask, String> {
+    let w: WireTask = serde_json::from_str(s).map_err(|e| format!("malformed subtable payload: {e}"))?;
+    if w.version != VERSION {
+        return Err(format!("payload from sdcflow {} but this executor runs sdcflow {VERSION}", w.version));
+    }
+    let cells = w
+        .cells
+        .into_iter()
+        .map(|c| {
+            let [value, top1, top2, lpl, upl, spl, cost] = c.floats.map(float);
+            Cell { coord: c.coord, value, freq: c.freq, top1, top2, status: c.status, lpl, upl, spl, cost }
+        })
+        .collect();
+    let mut local = Table::new(w.dims, cells).map_err(|e| format!("subtable payload: {e}"))?;
+    if w.lower.len() != local.cells().len() || w.upper.len() != local.cells().len() {
+        return Err("subtable payload: bounds do not match the cells".into());
+    }
+    for (k, (lo, hi)) in w.lower.iter().zip(&w.upper).enumerate() {
+        local.set_bounds(k, float(*lo), float(*hi)).map_err(|e| format!("subtable payload: {e}"))?;
+    }
+    let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
+    Ok(SubtableTask { local, relaxable: w.relaxable, fallback: w.fallback, opts })
+}
+
+/// Serialises the result of solving one payload.
+pub fn encode_outcome(r: &Result<SubtableOutcome, String>, worker: &str) -> String {
+    let w = match r {
+        Ok(o) => WireOutcome {
+            version: VERSION.into(),
+            worker: worker.into(),
+            pattern: Some(o.pattern.iter().map(|&b| if b { '1' } else { '0' }).collect()),
+            status: Some(o.status),
+            seconds_bits: bits(o.seconds),
+            error: None,
+        },
+        Err(e) => WireOutcome {
+            version: VERSION.into(),
+            worker: worker.into(),
+            pattern: None,
+            status: None,
+            seconds_bits: bits(0.0),
+            error: Some(e.clone()),
+        },
+    };
+    serde_json::to_string(&w).expect("an outcome always serialises")
+}
+
+/// Parses a result of [`encode_outcome`]: `Err((worker, message))` when the solver failed.
+pub fn decode_outcome(s: &str) -> Result<Result<SubtableOutcome, (String, String)>, String> {
+    let w: WireOutcome = serde_json::from_str(s).map_err(|e| format!("malformed subtable result: {e}"))?;
+    if let Some(e) = w.error {
+        return Ok(Err((w.worker, e)));
+    }
+    let (Some(p), Some(status)) = (w.pattern, w.status) else {
+        return Err("subtable result without a pattern".into());
+    };
+    let pattern = p
+        .chars()
+        .map(|c| match c {
+            '1' => Ok(true),
+            '0' => Ok(false),
+            _ => Err(format!("subtable result: bad pattern character {c:?}")),
+        })
+        .collect::<Result<Vec<bool>, String>>()?;
+    Ok(Ok(SubtableOutcome { pattern, status, seconds: float(w.seconds_bits), worker: w.worker }))
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireStratum {
+    version: String,
+    stratum: u64,
+    cols: usize,
+    points: Vec<u64>,
+    weights: Option<Vec<u64>>,
+    params: MicroaggParams,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireStratumOutcome {
+    version: String,
+    worker: String,
+    groups: Vec<Vec<usize>>,
+    step1_sse: Option<u64>,
+    restricted_bound: Option<u64>,
+    optimisation_groups: (usize, usize),
+    lower_bound: Option<u64>,
+    /// Step timings as bit patterns, in [`Timings`] field order.
+    timings: [u64; 8],
+    warnings: Vec<String>,
+}
+
+fn timings_bits(t: &Timings) -> [u64; 8] {
+    [t.standardise_s, t.partition_s, t.step1_s, t.step2_s, t.improve_s, t.bound_s, t.verify_s, t.total_s].map(bits)
+}
+
+fn timings_from(b: [u64; 8]) -> Timings {
+    let [standardise_s, partition_s, step1_s, step2_s, improve_s, bound_s, verify_s, total_s] = b.map(float);
+    Timings { standardise_s, partition_s, step1_s, step2_s, improve_s, bound_s, verify_s, total_s }
+}
+
+/// Serialises a stratum task (bit-exact points and weights). Errors if the parameters do not
+/// survive the JSON round trip exactly (they are decimal settings, so they always should).
+pub fn encode_stratum(t: &StratumTask) -> Result<String, String> {
+    let w = WireStratum {
+        version: VERSION.into(),
+        stratum: t.stratum,
+        cols: t.cols,
+        points: t.points.iter().copied().map(bits).collect(),
+        weights: t.weights.as_ref().map(|w| w.iter().copied().map(bits).collect()),
+        params: t.params.clone(),
+    };
+    let s = serde_json::to_string(&w).map_err(|e| format!("stratum payload: {e}"))?;
+    let back: MicroaggParams = serde_json::from_value(serde_json::to_value(&t.params).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("microaggregation parameters: {e}"))?;
+    if back != t.params {
+        return Err("microaggregation parameters do not survive serialisation exactly".into());
+    }
+    Ok(s)
+}
+
+/// Parses a payload written by [`encode_stratum`].
+pub fn decode_stratum(s: &str) -> Result<StratumTask, String> {
+    let w: WireStratum = serde_json::from_str(s).map_err(|e| format!("malformed stratum payload: {e}"))?;
+    if w.version != VERSION {
+        return Err(format!("payload from sdcflow {} but this executor runs sdcflow {VERSION}", w.version));
+    }
+    if w.cols == 0 || !w.points.len().is_multiple_of(w.cols) {
+        return Err(format!("stratum payload: {} values for {} variables", w.points.len(), w.cols));
+    }
+    Ok(StratumTask {
+        stratum: w.stratum,
+        cols: w.cols,
+        points: w.points.into_iter().map(float).collect(),
+        weights: w.weights.map(|v| v.into_iter().map(float).collect()),
+        params: w.params,
+    })
+}
+
+/// Serialises a stratum result with the identity of the process that computed it.
+pub fn encode_stratum_outcome(o: &StratumOutcome, worker: &str) -> String {
+    let w = WireStratumOutcome {
+        version: VERSION.into(),
+        worker: worker.into(),
+        groups: o.groups.clone(),
+        step1_sse: o.step1_sse.map(bits),
+        restricted_bound: o.restricted_bound.map(bits),
+        optimisation_groups: o.optimisation_groups,
+        lower_bound: o.lower_bound.map(bits),
+        timings: timings_bits(&o.timings),
+        warnings: o.warnings.clone(),
+    };
+    serde_json::to_string(&w).expect("a stratum outcome always serialises")
+}
+
+/// Parses a result of [`encode_stratum_outcome`]: the outcome and the worker.
+pub fn decode_stratum_outcome(s: &str) -> Result<(StratumOutcome, String), String> {
+    let w: WireStratumOutcome = serde_json::from_str(s).map_err(|e| format!("malformed stratum result: {e}"))?;
+    let o = StratumOutcome {
+        groups: w.groups,
+        step1_sse: w.step1_sse.map(float),
+        restricted_bound: w.restricted_bound.map(float),
+        optimisation_groups: w.optimisation_groups,
+        lower_bound: w.lower_bound.map(float),
+        timings: timings_from(w.timings),
+        warnings: w.warnings,
+    };
+    Ok((o, w.worker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suppress::subtables;
+
+    #[test]
+    fn tasks_round_trip_bit_exact() {
+        let spec = crate::table::synth::SynthSpec {
+            dims: vec![vec![2, 2], vec![3]],
+            density: 1.0,
+            mean_freq: 4.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed: 3,
+        };
+        let t = crate::table::synth::generate(&spec).unwrap();
+        for s in subtables(&t).unwrap() {
+            let mut local = s.table.clone();
+            local.set_status(0, CellStatus::Primary);
+            local.set_protection(0, 0.1 + 0.2, 1.0 / 3.0, 0.0);
+            let task = SubtableTask {
+                local,
+                relaxable: vec![1],
+                fallback: vec![false; s.cells.len()],
+                opts: ProtectOptions { time_limit_s: 0.1 + 0.7, ..Default::default() },
+            };
+            let back = decode_task(&encode_task(&task)).unwrap();
+            assert_eq!(back.local.cells(), task.local.cells());
+            assert_eq!(back.local.dims(), task.local.dims());
+            assert_eq!(back.local.upper_bounds(), task.local.upper_bounds());
+            assert!(back.local.upper_bounds().iter().all(|u| u.is_infinite()));
+            assert_eq!(back.opts, task.opts);
+            assert_eq!((back.relaxable, back.fallback), (task.relaxable, task.fallback));
+        }
+    }
+
+    #[test]
+    fn outcomes_and_errors_round_trip() {
+        let o = SubtableOutcome {
+            pattern: vec![true, false, true],
+            status: SubtableStatus::Relaxed,
+            seconds: 0.25,
+            worker: String::new(),
+        };
+        let back = decode_outcome(&encode_outcome(&Ok(o.clone()), "exec-1")).unwrap().unwrap();
+        assert_eq!(back, SubtableOutcome { worker: "exec-1".into(), ..o });
+        let e = decode_outcome(&encode_outcome(&Err("lp failed".into()), "exec-2")).unwrap().unwrap_err();
+        assert_eq!(e, ("exec-2".to_string(), "lp failed".to_string()));
+        assert!(decode_task("{\"version\":\"0.0.0\"}").is_err());
+    }
+
+    #[test]
+    fn strata_round_trip_bit_exact() {
+        let task = StratumTask {
+            stratum: 7,
+            cols: 2,
+            points: vec![0.1 + 0.2, -1.0 / 3.0, 1e-300, 2.5],
+            weights: Some(vec![1.0 / 7.0, 3.0]),
+            params: MicroaggParams { k: 2, vmdav_gamma: 0.1 + 0.2, ..Default::default() },
+        };
+        let back = decode_stratum(&encode_stratum(&task).unwrap()).unwrap();
+        assert_eq!(back, task);
+        let o = crate::microagg::solve_stratum(&task);
+        let (o2, w) = decode_stratum_outcome(&encode_stratum_outcome(&o, "exec-1")).unwrap();
+        assert_eq!((o2, w.as_str()), (o, "exec-1"));
+    }
+}

@@ -1,0 +1,390 @@
+//! A real multi-process Ballista cluster on loopback: `sdcflow scheduler` and `sdcflow executor`
+//! processes, a job with tabulation, primary and modular secondary suppression (subtables solved
+//! on the executors) and a microaggregation, compared byte for byte with local mode — with one
+//! executor, with two, and with an executor killed in the middle of a solver task.
+//!
+//! Every process binds 127.0.0.1 on a free port; all of them are killed by a guard, also when
+//! an assertion fails. Every wait has a deadline.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// Child processes, killed (SIGKILL) and reaped on drop.
+#[derive(Default)]
+struct Procs(Vec<(String, Child)>);
+
+impl Procs {
+    fn spawn(&mut self, name: &str, args: &[String], log: &Path) {
+        self.spawn_with(name, args, log, None)
+    }
+
+    /// Spawns with the S3 variables of a loopback object store (`endpoint`), when given.
+    fn spawn_with(&mut self, name: &str, args: &[String], log: &Path, s3_endpoint: Option<&str>) {
+        let out = std::fs::File::create(log).unwrap();
+        let err = out.try_clone().unwrap();
+        let mut cmd = sdcflow();
+        if let Some(e) = s3_endpoint {
+            crate::s3::with_s3_env(&mut cmd, e);
+        }
+        let child = cmd
+            .args(args)
+            .current_dir(log.parent().expect("logs live in the test directory"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name}: {e}"));
+        self.0.push((name.to_string(), child));
+    }
+
+    fn kill(&mut self, name: &str) {
+        let (_, c) = self.0.iter_mut().find(|(n, _)| n == name).expect("known process");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    /// Fails if a process that should be running has exited.
+    fn check_alive(&mut self, names: &[&str], logs: &Path) {
+        for (n, c) in &mut self.0 {
+            if names.contains(&n.as_str()) {
+                if let Some(status) = c.try_wait().unwrap() {
+                    panic!("{n} exited ({status}):\n{}", tail(&logs.join(format!("{n}.log"))));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn tail(p: &Path) -> String {
+    let s = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// Executors the scheduler knows, from its REST API (`GET /api/executors` on the gRPC port).
+fn registered_executors(port: u16) -> Option<usize> {
+    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET /api/executors HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    if !body.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    Some(body.matches("\"vcores\"").count())
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+const FILES: [&str; 3] = ["salary/cells.parquet", "salary/published.csv", "salaries/masked.parquet"];
+
+fn assert_same_outputs(dir: &Path, a: &str, b: &str) {
+    for f in FILES {
+        let x = std::fs::read(dir.join(a).join(f)).unwrap_or_else(|e| panic!("{a}/{f}: {e}"));
+        let y = std::fs::read(dir.join(b).join(f)).unwrap_or_else(|e| panic!("{b}/{f}: {e}"));
+        assert!(x == y, "{f} differs between {a} and {b}");
+    }
+}
+
+/// Workers that solved subtables and microaggregation strata, from the report.
+fn workers(dir: &Path, out: &str) -> Vec<String> {
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
+    let mut w = std::collections::BTreeSet::new();
+    for m in [&r["tables"][0]["subtables_per_worker"], &r["microaggregations"][0]["strata_per_worker"]] {
+        let m = m.as_object().unwrap_or_else(|| panic!("{out}/report.json: no per-worker counts in {r}"));
+        w.extend(m.keys().cloned());
+    }
+    w.into_iter().collect()
+}
+
+/// Runs the job with a deadline; returns (exit code, stderr).
+fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> (i32, String) {
+    let log = dir.join(format!("run-{}.log", args.last().unwrap()));
+    let mut procs = Procs::default();
+    procs.spawn("run", &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &log);
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = procs.0[0].1.try_wait().unwrap() {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < timeout, "sdcflow {args:?} did not finish in {timeout:?}:\n{}", tail(&log));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (code, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+fn job(data: &Path) -> String {
+    format!(
+        r#"
+[input]
+microdata = "{data}"
+sql = ["prep.sql"]
+[[hierarchy]]
+variable = "dept"
+levels = [2, 2]
+[[table]]
+name = "salary"
+explanatory = ["dept", "sex"]
+response = "salary"
+contributor = "ent_id"
+safety = "NK(1,85)|FREQ(3,10)"
+secondary = {{ method = "modular", seed = 3, time_limit_s = 300 }}
+[[microaggregation]]
+name = "salaries"
+variables = ["salary"]
+k = 3
+method = "mdav"
+strata = ["sex"]
+seed = 1
+[output]
+dir = "out"
+[engine]
+target_partitions = 4
+"#,
+        data = data.display()
+    )
+}
+
+#[test]
+fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_killed_executor() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    std::fs::write(
+        dir.join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+    )
+    .unwrap();
+    write_job(dir, &job(&data));
+    let limit = Duration::from_secs(120);
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(workers(dir, "local").len(), 1, "local mode solves in-process");
+
+    let logs: PathBuf = dir.to_path_buf();
+    let mut procs = Procs::default();
+    let sport = free_port();
+    procs.spawn(
+        "scheduler",
+        &["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string(), "--executor-timeout-s", "6"]
+            .map(String::from),
+        &logs.join("scheduler.log"),
+    );
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let start_executor = |procs: &mut Procs, name: &str, extra: &[&str]| {
+        let work = dir.join(format!("{name}-work"));
+        std::fs::create_dir_all(&work).unwrap();
+        let mut args: Vec<String> = [
+            "executor",
+            "--bind-host",
+            "127.0.0.1",
+            "--port",
+            &free_port().to_string(),
+            "--grpc-port",
+            &free_port().to_string(),
+            "--scheduler-host",
+            "127.0.0.1",
+            "--scheduler-port",
+            &sport.to_string(),
+            "--concurrent-tasks",
+            "1",
+            "--work-dir",
+            &work.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        procs.spawn(name, &args, &logs.join(format!("{name}.log")));
+    };
+    let cluster = format!("df://127.0.0.1:{sport}");
+
+    // One executor.
+    start_executor(&mut procs, "exec-a", &[]);
+    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "one"], limit);
+    procs.check_alive(&["scheduler", "exec-a"], &logs);
+    assert_eq!(code, 0, "{err}\nexecutor:\n{}", tail(&logs.join("exec-a.log")));
+    assert_same_outputs(dir, "local", "one");
+    let w = workers(dir, "one");
+    assert!(w.len() == 1 && w[0].starts_with("executor "), "solvers ran on {w:?}, not on the executor");
+
+    // Two executors: the level's partitions are spread over both.
+    start_executor(&mut procs, "exec-b", &[]);
+    wait_for("2 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(2));
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "two"], limit);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+    assert_eq!(code, 0, "{err}");
+    assert_same_outputs(dir, "local", "two");
+    let w = workers(dir, "two");
+    assert!(w.len() == 2 && w.iter().all(|w| w.starts_with("executor ")), "both executors solve: {w:?}");
+
+    // A third, slow executor is killed while it is inside a solver task.
+    start_executor(&mut procs, "exec-c", &["--test-solve-delay-ms", "4000"]);
+    wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+    let mut run = Procs::default();
+    let run_log = dir.join("run-fault.log");
+    run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from), &run_log);
+    let c_log = logs.join("exec-c.log");
+    wait_for("exec-c to start a solver task", Duration::from_secs(90), || {
+        let log = std::fs::read_to_string(&c_log).unwrap_or_default();
+        log.contains("solving a subtable") || log.contains("microaggregating a stratum")
+    });
+    procs.kill("exec-c");
+    let c = std::fs::read_to_string(&c_log).unwrap();
+    assert!(
+        !c.contains(": subtable ") && !c.contains(" groups"),
+        "exec-c finished its task before it was killed:\n{c}"
+    );
+    // "sdcflow executor <id>: solving a subtable …"
+    let c_id = c
+        .lines()
+        .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
+        .expect("exec-c names itself");
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = run.0[0].1.try_wait().unwrap() {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < limit, "the run did not finish after the kill:\n{}", tail(&run_log));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+    let err = std::fs::read_to_string(&run_log).unwrap();
+    if code == 0 {
+        // Ballista re-ran the lost task on a surviving executor.
+        assert_same_outputs(dir, "local", "fault");
+        let w = workers(dir, "fault");
+        assert!(!w.is_empty() && !w.contains(&c_id), "{c_id} was killed but is credited: {w:?}");
+        eprintln!("killed {c_id} mid-task; the run completed with identical outputs on {w:?}");
+    } else {
+        // Acceptable too: a clear error and nothing published.
+        assert!(err.contains("error:"), "{err}");
+        assert!(!dir.join("fault").exists(), "a failed run left an output directory");
+        eprintln!("killed {c_id} mid-task; the run failed cleanly: {err}");
+    }
+}
+
+/// Scheduler and executors read `s3://` inputs and the solver scratch from a loopback S3 API
+/// (moto) with credentials from the environment only; the scratch prefix is removed afterwards
+/// and the published objects match a local run.
+#[test]
+fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
+    let Some((_moto, port)) = crate::s3::start_moto() else { return };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
+    let parts = sdcflow::generate::generate(&data, &opts).unwrap();
+    let uploads: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            format!("s3.upload_file('{}', 'census', 'micro/{}')", p.display(), p.file_name().unwrap().to_string_lossy())
+        })
+        .collect();
+    crate::s3::python(&endpoint, &format!("s3.create_bucket(Bucket='census')\n{}", uploads.join("\n")));
+    std::fs::write(
+        dir.join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+    )
+    .unwrap();
+    write_job(dir, &job(&data));
+    std::fs::write(
+        dir.join("s3.toml"),
+        job(Path::new("s3://census/micro/")).replace("dir = \"out\"", "dir = \"s3://census/results/run\""),
+    )
+    .unwrap();
+    let limit = Duration::from_secs(120);
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+
+    let mut procs = Procs::default();
+    let sport = free_port();
+    let sched = ["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string()].map(String::from);
+    procs.spawn_with("scheduler", &sched, &dir.join("scheduler.log"), Some(&endpoint));
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let exec = [
+        "executor",
+        "--bind-host",
+        "127.0.0.1",
+        "--port",
+        &free_port().to_string(),
+        "--grpc-port",
+        &free_port().to_string(),
+        "--scheduler-host",
+        "127.0.0.1",
+        "--scheduler-port",
+        &sport.to_string(),
+        "--concurrent-tasks",
+        "2",
+        "--work-dir",
+        &dir.join("work").display().to_string(),
+    ]
+    .map(String::from);
+    procs.spawn_with("exec", &exec, &dir.join("exec.log"), Some(&endpoint));
+    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    let cluster = format!("df://127.0.0.1:{sport}");
+    let mut run = Procs::default();
+    let log = dir.join("run-s3.log");
+    run.spawn_with("run", &["run", "s3.toml", "-v", "--cluster", &cluster].map(String::from), &log, Some(&endpoint));
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = run.0[0].1.try_wait().unwrap() {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < limit, "the S3 run did not finish:\n{}", tail(&log));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, 0, "{}\nexecutor:\n{}", tail(&log), tail(&dir.join("exec.log")));
+    let run_log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        run_log.contains("solver partitions staged in s3://census/results/run.sdcflow-scratch-"),
+        "the solver scratch is not on the object store:\n{run_log}"
+    );
+    let exec_log = std::fs::read_to_string(dir.join("exec.log")).unwrap();
+    assert!(exec_log.contains("solving a subtable"), "the executor solved nothing:\n{exec_log}");
+    let dl = dir.join("dl");
+    std::fs::create_dir_all(&dl).unwrap();
+    // Only the inputs and the three published objects remain: the scratch prefix is gone.
+    crate::s3::python(
+        &endpoint,
+        &format!(
+            "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/'))\nassert keys == ['results/run/report.json', 'results/run/salaries/masked.parquet', 'results/run/salary/cells.parquet', 'results/run/salary/published.csv'], keys\nfor k in keys[1:]:\n    s3.download_file('census', k, '{}/' + k[len('results/run/'):].replace('/', '_'))",
+            dl.display()
+        ),
+    );
+    for f in FILES {
+        let a = std::fs::read(dl.join(f.replace('/', "_"))).unwrap();
+        let b = std::fs::read(dir.join("local").join(f)).unwrap();
+        assert!(a == b, "{f} from the S3 cluster run differs from the local run");
+    }
+}
