@@ -398,36 +398,64 @@ impl Lattice {
 }
 
 /// Rolls `items` (keys with their parts) up variables `from..`: afterwards `items` holds every
-/// cell reached, once, with the merged part. `items` must be free of duplicate keys.
-fn roll_up<P: Part>(lat: &Lattice, items: &mut Vec<(u128, P)>, from: usize) {
+/// cell reached, once, with the merged part (in no particular order). `items` must be free of
+/// duplicate keys. `index` is scratch space.
+///
+/// Before variable `d` is rolled, every item's node of `d` is still a leaf, and a projection
+/// replaces it by a proper ancestor (an inner node), so projections can only collide with each
+/// other: a hash index of this variable's projections merges them in O(1) each.
+fn roll_up<P: Part>(lat: &Lattice, items: &mut Vec<(u128, P)>, from: usize, index: &mut KeyMap<u32>) {
     for d in &lat.dims[from..] {
+        reset(index);
         let n = items.len();
         for i in 0..n {
             let (key, part) = items[i];
             let mut a = d.parent[lat.node_of(key, d) as usize];
             while a != ROOT {
-                items.push((Lattice::with_node(key, d, a), part));
+                upsert(items, index, Lattice::with_node(key, d, a), &part);
                 a = d.parent[a as usize];
             }
         }
-        dedup(items);
     }
 }
 
-/// Sorts by key and merges parts of equal keys.
-fn dedup<P: Part>(items: &mut Vec<(u128, P)>) {
-    items.sort_unstable_by_key(|x| x.0);
-    let mut w = 0;
-    for r in 0..items.len() {
-        if w > 0 && items[w - 1].0 == items[r].0 {
-            let p = items[r].1;
-            items[w - 1].1.absorb(&p);
-        } else {
-            items[w] = items[r];
-            w += 1;
+/// Adds `part` to the item of `key`, creating it if `index` does not know it yet.
+fn upsert<P: Part>(items: &mut Vec<(u128, P)>, index: &mut KeyMap<u32>, key: u128, part: &P) {
+    match index.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => items[*e.get() as usize].1.absorb(part),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(items.len() as u32);
+            items.push((key, *part));
         }
     }
-    items.truncate(w);
+}
+
+/// Empties a scratch index; a large one is dropped (clearing costs its capacity, and most
+/// contributors are small).
+fn reset(index: &mut KeyMap<u32>) {
+    if index.capacity() > 1 << 12 {
+        *index = KeyMap::default();
+    } else {
+        index.clear();
+    }
+}
+
+/// Merges the parts of equal keys in `raw` into `items` (cleared first).
+fn dedup_into<P: Part>(raw: impl Iterator<Item = (u128, P)>, items: &mut Vec<(u128, P)>, index: &mut KeyMap<u32>) {
+    items.clear();
+    reset(index);
+    for (k, p) in raw {
+        upsert(items, index, k, &p);
+    }
+}
+
+/// Cells sorted by key (keys are distinct), sorting small (key, position) pairs rather than
+/// the statistics themselves.
+fn sorted<const N: usize>(cells: impl Iterator<Item = (u128, CellStats<N>)>) -> Vec<(u128, CellStats<N>)> {
+    let entries: Vec<(u128, CellStats<N>)> = cells.collect();
+    let mut order: Vec<(u128, u32)> = entries.iter().enumerate().map(|(i, e)| (e.0, i as u32)).collect();
+    order.sort_unstable_by_key(|x| x.0);
+    order.iter().map(|&(_, i)| entries[i as usize]).collect()
 }
 
 /// Calls `f` for every cell of the product of ancestor chains of `key` over variables `d..`.
@@ -485,9 +513,7 @@ fn contributor_shard<const N: usize>(
                 a
             })
     };
-    let mut out: Vec<(u128, CellStats<N>)> = cells.into_iter().collect();
-    out.sort_unstable_by_key(|x| x.0);
-    out
+    sorted(cells.into_iter())
 }
 
 /// Folds the contributors of `groups` (each the pair indices of one contributor) into a cell map.
@@ -503,6 +529,7 @@ fn fold_contributors<'a, const N: usize>(
     let in_shard = |i: u32| (pairs.leaf[i as usize] & keep) | prefix;
     let mut cells: KeyMap<CellStats<N>> = KeyMap::default();
     let mut items: Vec<(u128, Share)> = Vec::new();
+    let mut index: KeyMap<u32> = KeyMap::default();
     for group in groups {
         if let [i] = group {
             // One leaf cell: its ancestor cells are all distinct, no merging needed.
@@ -512,10 +539,8 @@ fn fold_contributors<'a, const N: usize>(
             });
             continue;
         }
-        items.clear();
-        items.extend(group.iter().map(|&i| (in_shard(i), pairs.share[i as usize])));
-        dedup(&mut items);
-        roll_up(lat, &mut items, split);
+        dedup_into(group.iter().map(|&i| (in_shard(i), pairs.share[i as usize])), &mut items, &mut index);
+        roll_up(lat, &mut items, split, &mut index);
         for (k, s) in &items {
             cells.entry(*k).or_default().add_contributor(s, scale);
         }
@@ -552,17 +577,14 @@ pub fn roll_up_leaf_cells<const N: usize>(
         &keys,
         |sh, split| {
             let keep = !lat.prefix_mask(split);
-            let mut items: Vec<(u128, CellStats<N>)> = sh
-                .idx
-                .iter()
-                .map(|&i| {
-                    let (k, s) = leaves[i as usize];
-                    ((k & keep) | sh.prefix, s)
-                })
-                .collect();
-            dedup(&mut items);
-            roll_up(lat, &mut items, split);
-            items
+            let (mut items, mut index) = (Vec::new(), KeyMap::default());
+            let raw = sh.idx.iter().map(|&i| {
+                let (k, s) = leaves[i as usize];
+                ((k & keep) | sh.prefix, s)
+            });
+            dedup_into(raw, &mut items, &mut index);
+            roll_up(lat, &mut items, split, &mut index);
+            sorted(items.into_iter())
         },
         sink,
     )
