@@ -27,6 +27,14 @@ fn main() {
             protection: 0.10,
             seed: 42,
         },
+        "big6" => SynthSpec {
+            dims: vec![vec![4, 5], vec![3, 4], vec![12], vec![2, 3], vec![6], vec![4]],
+            density: 0.5,
+            mean_freq: 12.0,
+            min_freq: 3,
+            protection: 0.10,
+            seed: 13,
+        },
         "big5" => SynthSpec {
             dims: vec![vec![5, 8], vec![4, 6], vec![20], vec![3, 4], vec![6]],
             density: 0.35,
@@ -76,13 +84,14 @@ fn main() {
             Ok(p) => {
                 let relaxed = p.subtables.iter().filter(|s| s.status != SubtableStatus::Solved).count();
                 println!(
-                    "{m:8} {:7.1}s secondaries {:6} secondary_cost {:12.0} suppressed_share {:.4} audit {:.1}s/{} LPs subtables {} (not solved as is: {relaxed})",
+                    "{m:8} {:7.1}s secondaries {:6} secondary_cost {:12.0} suppressed_share {:.4} audit {:.1}s/{} LPs/{} pairs by witness subtables {} (not solved as is: {relaxed})",
                     t1.elapsed().as_secs_f64(),
                     p.secondaries,
                     p.secondary_cost,
                     p.suppressed_value_share,
                     p.audit.seconds,
                     p.audit.lps_solved,
+                    p.audit.witnessed,
                     p.subtables.len()
                 );
             }

@@ -24,6 +24,15 @@ use super::audit::Auditor;
 use super::problem::{Fix, Problem};
 use super::{singleton, ProtectOptions, SuppressError};
 
+/// Prints phase timings of the fast method to stderr when the environment variable
+/// `SDCFLOW_SUPPRESS_TRACE` is set (benchmarks only; the figures are not part of any output).
+pub(crate) fn trace(what: std::fmt::Arguments) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var_os("SDCFLOW_SUPPRESS_TRACE").is_some()) {
+        eprintln!("[suppress] {what}");
+    }
+}
+
 /// Movement requirement of a sensitive cell.
 pub(crate) fn requirement(s: &super::problem::Sensitive) -> f64 {
     s.lpl.max(s.upl).max(s.spl / 2.0)
@@ -136,7 +145,16 @@ impl<'p, 'a> Work<'p, 'a> {
     pub fn repair(&mut self, singleton_rule: bool) -> Result<(), SuppressError> {
         let p = self.p;
         loop {
+            let t0 = Instant::now();
+            let lps0 = self.aud.lps;
             let fails = self.aud.check()?;
+            trace(format_args!(
+                "repair audit {:.1}s: {} failures, {} LPs, {} pairs by witness",
+                t0.elapsed().as_secs_f64(),
+                fails.len(),
+                self.aud.lps - lps0,
+                self.aud.witnessed()
+            ));
             let mut added: Vec<u32> = Vec::new();
             for f in &fails {
                 let s = p.sens[f.sens];
@@ -259,7 +277,13 @@ pub(crate) fn complete<'p, 'a>(
     let mut w = Work::new(p, sup);
     let mut order: Vec<u32> = (0..p.n() as u32).filter(|&i| w.sup()[i as usize]).collect();
     order.sort_by(|&a, &b| w.req[b as usize].total_cmp(&w.req[a as usize]).then(a.cmp(&b)));
+    let t0 = Instant::now();
     w.close(order);
+    trace(format_args!(
+        "closure {:.1}s: {} suppressed",
+        t0.elapsed().as_secs_f64(),
+        w.sup().iter().filter(|&&x| x).count()
+    ));
     w.repair(singleton_rule)?;
     Ok(w)
 }

@@ -128,6 +128,7 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
         status,
         sens,
         sens_of: FastMap::default(),
+        geom: None,
     };
     p.index_sensitive();
     Ok((p, maps))

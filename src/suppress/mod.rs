@@ -24,13 +24,14 @@ pub mod modular;
 pub(crate) mod problem;
 pub mod singleton;
 pub mod tabu;
+pub(crate) mod witness;
 
 use std::time::Instant;
 
 use crate::lp::LpError;
 use crate::table::{CellStatus, Table, TableError};
 
-pub use audit::{audit, AuditOptions, AuditReport, CellAudit};
+pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
 pub use linked::protect_linked;
 pub use modular::{solve_subtable, subtables, SubTable, SubtableReport, SubtableStatus};
 
@@ -96,6 +97,10 @@ pub struct AuditSummary {
     pub singleton_violations: usize,
     /// Attacker LPs solved by the final audit.
     pub lps_solved: usize,
+    /// (Sensitive cell, direction) pairs the final audit certified by exactly verified
+    /// combinatorial witnesses instead of LPs.
+    #[serde(default)]
+    pub witnessed: usize,
     /// Seconds spent in the final audit.
     pub seconds: f64,
 }
@@ -233,8 +238,13 @@ pub(crate) fn output_statuses(p: &Problem, sup: &[bool]) -> Vec<CellStatus> {
 
 /// Figures of a pattern without an audit (the caller fills `audit`).
 pub(crate) fn summarise_pattern(p: &Problem, statuses: Vec<CellStatus>, method: Method, start: Instant) -> Protection {
-    let rep =
-        AuditReport { cells: Vec::new(), under_protected: Vec::new(), singleton_violations: Vec::new(), lps_solved: 0 };
+    let rep = AuditReport {
+        cells: Vec::new(),
+        under_protected: Vec::new(),
+        singleton_violations: Vec::new(),
+        lps_solved: 0,
+        witnessed: 0,
+    };
     summarise(p, statuses, method, start, Vec::new(), None, &rep, 0.0)
 }
 
@@ -281,6 +291,7 @@ fn summarise(
             under_protected: rep.under_protected.len(),
             singleton_violations: rep.singleton_violations.len(),
             lps_solved: rep.lps_solved,
+            witnessed: rep.witnessed,
             seconds: audit_s,
         },
     }
@@ -466,7 +477,8 @@ pub(crate) mod tests {
                     Err(e) => panic!("case {k} {m:?}: {e}"),
                 };
                 // Independent exact audit.
-                let a = audit(&t, &p.statuses, true, &AuditOptions { exact_intervals: true }).unwrap();
+                let a = audit(&t, &p.statuses, true, &AuditOptions { exact_intervals: true, ..Default::default() })
+                    .unwrap();
                 assert!(a.is_clean(), "case {k} {m:?}");
                 for c in &a.cells {
                     let cell = &t.cells()[c.cell];
