@@ -1,4 +1,6 @@
-//! Measurements for FIGURES.md: `cargo run --release --example bench -- <mid|big> <methods> <limit_s> [cleanup]`
+//! Suppression figures for BENCHMARKS.md:
+//! `cargo bench --profile bench-release --bench suppress -- <small|mid|big|big5|big6> <methods> <limit_s> [cleanup|nocleanup] [auto|closure|hypercube]`
+//! (`SDCFLOW_SUPPRESS_TRACE=1` prints phase timings to stderr).
 use sdcflow::suppress::*;
 use sdcflow::table::synth::{generate, SynthSpec};
 use sdcflow::table::CellStatus;
@@ -10,6 +12,11 @@ fn main() {
     let methods = args.get(2).cloned().unwrap_or("fast".into());
     let limit: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(120.0);
     let cleanup = args.get(4).map(|s| s != "nocleanup").unwrap_or(true);
+    let construction = match args.get(5).map(|s| s.as_str()) {
+        Some("closure") => Construction::Closure,
+        Some("hypercube") => Construction::Hypercube,
+        _ => Construction::Auto,
+    };
     let spec = match which {
         "small" => SynthSpec {
             dims: vec![vec![4, 4], vec![2, 4]],
@@ -76,6 +83,7 @@ fn main() {
             seed: 1,
             time_limit_s: limit,
             cleanup,
+            construction,
             tabu_iterations: 100_000,
             ..Default::default()
         };

@@ -173,6 +173,8 @@ pub(crate) struct Auditor<'p, 'a> {
     pub lps: usize,
     /// Exact intervals (uncapped single LPs, no batch).
     pub exact: bool,
+    /// Some certificate may be `Failed` (set by [`Self::check`]).
+    has_failed: bool,
     /// No combinatorial witnesses (LPs only).
     pub lp_only: bool,
     /// Try small local LPs (a ball around the target) before the component LPs; gives sparse
@@ -217,6 +219,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             epoch: 0,
             lps: 0,
             exact: false,
+            has_failed: false,
             lp_only: false,
             local_first: p.n() > LOCAL_FIRST_CELLS,
         }
@@ -228,6 +231,17 @@ impl<'p, 'a> Auditor<'p, 'a> {
             return;
         }
         self.sup[i] = true;
+        self.clear_failed();
+    }
+
+    /// Turns failed certificates back into unknown ones (a suppression may have fixed them);
+    /// a no-op unless the last [`Self::check`] left failures, so adding many cells between
+    /// two audits costs O(1) each.
+    fn clear_failed(&mut self) {
+        if !self.has_failed {
+            return;
+        }
+        self.has_failed = false;
         for c in &mut self.certs {
             for d in c.iter_mut() {
                 if matches!(d, Cert::Failed(..)) {
@@ -275,13 +289,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         for (s, d, w, v) in lost {
             self.certs[s as usize][d as usize] = Cert::Ok(w, v);
         }
-        for c in &mut self.certs {
-            for d in c.iter_mut() {
-                if matches!(d, Cert::Failed(..)) {
-                    *d = Cert::Unknown;
-                }
-            }
-        }
+        self.clear_failed();
     }
 
     fn record(&mut self, w: Vec<(u32, f64)>) -> u32 {
@@ -312,34 +320,14 @@ impl<'p, 'a> Auditor<'p, 'a> {
         if todo.is_empty() {
             return;
         }
+        let t0 = std::time::Instant::now();
         let sup = &self.sup;
         let certs = &self.certs;
         let found: Vec<[Option<(Vec<(u32, f64)>, f64)>; 2]> = todo
             .par_iter()
             .map(|&k| {
-                let s = &p.sens[k];
-                let mut out = [None, None];
                 let want: Vec<usize> = (0..2).filter(|&d| matches!(certs[k][d], Cert::Unknown)).collect();
-                if want.iter().all(|&d| need(s, d) <= 0.0) {
-                    return out;
-                }
-                let cubes = geom.hypercubes(sup, s.cell, WITNESS_CUBES, WITNESS_BUDGET);
-                if cubes.is_empty() {
-                    return out;
-                }
-                for d in want {
-                    let n = need(s, d);
-                    if n <= 0.0 {
-                        continue;
-                    }
-                    let dir = if d == 0 { -1.0 } else { 1.0 };
-                    let Some(w) = super::witness::combine(p, &cubes, dir, n) else { continue };
-                    match super::witness::verify(p, sup, &w, s.cell, dir) {
-                        Some(v) if v >= n - tolerance(n) => out[d] = Some((w.moves(), v)),
-                        _ => {}
-                    }
-                }
-                out
+                super::witness::certify(p, geom, sup, &p.sens[k], &want, WITNESS_CUBES, WITNESS_BUDGET)
             })
             .collect();
         for (&k, res) in todo.iter().zip(found) {
@@ -352,6 +340,12 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 }
             }
         }
+        super::fast::trace(format_args!(
+            "witness search {:.1}s over {} targets: {} pairs by witness",
+            t0.elapsed().as_secs_f64(),
+            todo.len(),
+            self.witnessed()
+        ));
     }
 
     /// Component (cells, relations) of suppressed cell `t`.
@@ -567,6 +561,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 }
             }
         }
+        self.has_failed = !out.is_empty();
         Ok(out)
     }
 

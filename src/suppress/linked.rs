@@ -196,5 +196,5 @@ fn modular_linked(
             break;
         }
     }
-    Ok(fast::complete(p, sup, opts.singleton_rule)?.aud.sup)
+    Ok(fast::complete(p, sup, opts.singleton_rule, opts.construction)?.aud.sup)
 }

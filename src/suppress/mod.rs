@@ -50,6 +50,20 @@ pub enum Method {
     Modular,
 }
 
+/// How `Fast` (and `Modular`'s inner fast) builds its first pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Construction {
+    /// `Hypercube` on tables with more than [`fast::COVER_CELLS`] cells, else `Closure`.
+    #[default]
+    Auto,
+    /// Relation-by-relation closure (cheaper patterns on small tables).
+    Closure,
+    /// One hypercube per sensitive cell, chosen in parallel: every cell is certified by a
+    /// combinatorial witness, so the audit of million-cell tables needs few LPs.
+    Hypercube,
+}
+
 /// Options of [`protect`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProtectOptions {
@@ -69,6 +83,9 @@ pub struct ProtectOptions {
     pub modular_inner: Method,
     /// `Optimal` refuses tables with more cells than this (use another method).
     pub optimal_max_cells: usize,
+    /// First-pattern construction of `Fast` (see [`Construction`]).
+    #[serde(default)]
+    pub construction: Construction,
 }
 
 impl Default for ProtectOptions {
@@ -82,6 +99,7 @@ impl Default for ProtectOptions {
             tabu_iterations: 200,
             modular_inner: Method::Fast,
             optimal_max_cells: 2000,
+            construction: Construction::Auto,
         }
     }
 }

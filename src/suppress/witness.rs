@@ -222,6 +222,113 @@ impl<'a> Geometry<'a> {
     }
 }
 
+/// State of [`Geometry::cheapest_cube`].
+struct CostSearch<'s> {
+    accept: &'s (dyn Fn(usize) -> Option<f64> + Sync),
+    best: Option<(f64, Vec<(u32, i8)>)>,
+    budget: usize,
+}
+
+/// Cheapest candidates kept per dimension in [`Geometry::cheapest_cube`].
+const BEAM: usize = 3;
+
+impl Geometry<'_> {
+    /// The cheapest hypercube through cell `t` (found within `budget` look-ups) whose other
+    /// cells all exist and pass `accept`, which returns the cost of adding a cell to the
+    /// pattern (0 when it is already suppressed) or `None` when the cell may not be used.
+    /// Depth-first over dimensions, the [`BEAM`] cheapest one-dimensional extensions first,
+    /// pruned by the best cost found so far.
+    pub fn cheapest_cube(
+        &self,
+        t: u32,
+        accept: &(dyn Fn(usize) -> Option<f64> + Sync),
+        budget: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        let coord = &self.table.cells()[t as usize].coord;
+        let mut st = CostSearch { accept, best: None, budget };
+        let base = vec![(self.table.index().key(coord), t, 1i8)];
+        self.dfs_cost(&mut st, coord, 0, base, 0.0);
+        st.best
+    }
+
+    fn dfs_cost(&self, st: &mut CostSearch, coord: &[u32], d: usize, partial: Vec<(u128, u32, i8)>, cost: f64) {
+        if d == coord.len() {
+            if st.best.as_ref().is_none_or(|(b, _)| cost < *b) {
+                st.best = Some((cost, partial.iter().map(|&(_, c, s)| (c, s)).collect()));
+            }
+            return;
+        }
+        let idx = self.table.index();
+        let a = coord[d];
+        let bound = st.best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
+        let mut cands: Vec<(f64, Vec<(u128, u32, i8)>)> = Vec::new();
+        'opt: for opt in &self.options[self.start[d] + a as usize] {
+            let mut next = partial.clone();
+            let mut add = 0.0;
+            for &(key, _, s) in &partial {
+                for &(node, s2) in opt {
+                    if st.budget == 0 {
+                        break 'opt;
+                    }
+                    st.budget -= 1;
+                    let k2 = idx.replace(key, d, a, node);
+                    let Some(c) = idx.get(k2) else { continue 'opt };
+                    let Some(x) = (st.accept)(c) else { continue 'opt };
+                    add += x;
+                    if cost + add >= bound {
+                        continue 'opt;
+                    }
+                    next.push((k2, c as u32, s * s2));
+                }
+            }
+            cands.push((add, next));
+        }
+        cands.sort_by(|a, b| a.0.total_cmp(&b.0));
+        cands.truncate(BEAM);
+        for (add, next) in cands {
+            if st.best.as_ref().is_none_or(|(b, _)| cost + add < *b) {
+                self.dfs_cost(st, coord, d + 1, next, cost + add);
+            }
+        }
+    }
+}
+
+/// Combinatorial certificates of sensitive cell `s` for the directions in `dirs` (0 = down by
+/// `LPL`, 1 = up by `UPL`) on pattern `sup`: each entry is the verified move and its reach,
+/// or `None`. At most `cubes` hypercubes and `budget` look-ups are tried.
+pub(crate) fn certify(
+    p: &Problem,
+    geom: &Geometry,
+    sup: &[bool],
+    s: &super::problem::Sensitive,
+    dirs: &[usize],
+    cubes: usize,
+    budget: usize,
+) -> [Option<(Vec<(u32, f64)>, f64)>; 2] {
+    let mut out = [None, None];
+    let need = |d: usize| if d == 0 { s.lpl } else { s.upl };
+    if dirs.iter().all(|&d| need(d) <= 0.0) {
+        return out;
+    }
+    let found = geom.hypercubes(sup, s.cell, cubes, budget);
+    if found.is_empty() {
+        return out;
+    }
+    for &d in dirs {
+        let n = need(d);
+        if n <= 0.0 {
+            continue;
+        }
+        let dir = if d == 0 { -1.0 } else { 1.0 };
+        let Some(w) = combine(p, &found, dir, n) else { continue };
+        match verify(p, sup, &w, s.cell, dir) {
+            Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w.moves(), v)),
+            _ => {}
+        }
+    }
+    out
+}
+
 struct Search<'s> {
     sup: &'s [bool],
     found: Vec<Vec<(u32, i8)>>,
