@@ -38,14 +38,11 @@ pub(crate) fn trace(what: std::fmt::Arguments) {
 const COVER_BATCH: usize = 2048;
 const COVER_BUDGET: usize = 20_000;
 
-/// Tables with more cells than this use the hypercube cover under [`Construction::Auto`].
-pub const COVER_CELLS: usize = 100_000;
-
 /// Whether [`complete`] starts with the hypercube cover.
 fn use_cover(p: &Problem, c: Construction) -> bool {
     p.geom.is_some()
         && match c {
-            Construction::Auto => p.n() > COVER_CELLS,
+            Construction::Auto => true,
             Construction::Hypercube => true,
             Construction::Closure => false,
         }

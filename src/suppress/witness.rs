@@ -310,20 +310,27 @@ pub(crate) fn certify(
     if dirs.iter().all(|&d| need(d) <= 0.0) {
         return out;
     }
-    let found = geom.hypercubes(sup, s.cell, cubes, budget);
-    if found.is_empty() {
-        return out;
-    }
-    for &d in dirs {
-        let n = need(d);
-        if n <= 0.0 {
-            continue;
+    // One cube usually suffices (the hypercube cover builds them with enough capacity);
+    // search for more only when it does not.
+    for max in [1, cubes] {
+        let found = geom.hypercubes(sup, s.cell, max, budget);
+        if found.is_empty() {
+            return out;
         }
-        let dir = if d == 0 { -1.0 } else { 1.0 };
-        let Some(w) = combine(p, &found, dir, n) else { continue };
-        match verify(p, sup, &w, s.cell, dir) {
-            Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w.moves(), v)),
-            _ => {}
+        for &d in dirs {
+            let n = need(d);
+            if n <= 0.0 || out[d].is_some() {
+                continue;
+            }
+            let dir = if d == 0 { -1.0 } else { 1.0 };
+            let Some(w) = combine(p, &found, dir, n) else { continue };
+            match verify(p, sup, &w, s.cell, dir) {
+                Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w.moves(), v)),
+                _ => {}
+            }
+        }
+        if dirs.iter().all(|&d| need(d) <= 0.0 || out[d].is_some()) || max >= cubes {
+            break;
         }
     }
     out
