@@ -22,6 +22,7 @@
 
 use rayon::prelude::*;
 
+use crate::table::relations::FastMap;
 use crate::table::{CellStatus, Table};
 
 use super::attacker::{tolerance, CompLp, Cut};
@@ -301,6 +302,49 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.combinatorial.push(false);
         self.users.push(Vec::new());
         id
+    }
+
+    /// Final audit from the certificates this auditor holds, without any new search or LP:
+    /// every witness is re-verified against the current pattern on its own — support cells
+    /// suppressed, bounds held and every relation touching the support balanced (to 1e-7
+    /// relative, the LP feasibility tolerance; combinatorial witnesses balance exactly) — and
+    /// every (sensitive cell, direction) must be reached by a re-verified witness. `None` when
+    /// anything is missing or does not re-verify (or a cell has a sliding requirement): the
+    /// caller then audits from scratch. Why: a second from-scratch audit of a million-cell
+    /// pattern repeats minutes of search and LPs whose results are already at hand.
+    pub fn recheck(&self, singleton_rule: bool) -> Option<AuditReport> {
+        let p = self.p;
+        let mut ok_wit: FastMap<u32, Option<FastMap<u32, f64>>> = FastMap::default();
+        for (k, s) in p.sens.iter().enumerate() {
+            if is_sliding(s) {
+                return None;
+            }
+            for d in 0..2 {
+                let n = need(s, d);
+                let Cert::Ok(w, _) = self.certs[k][d] else { return None };
+                if n <= 0.0 {
+                    continue;
+                }
+                let z = ok_wit.entry(w).or_insert_with(|| feasible_move(p, &self.sup, &self.witnesses[w as usize]));
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let reach = z.as_ref()?.get(&s.cell).map_or(0.0, |v| dir * v);
+                if reach < n - tolerance(n) {
+                    return None;
+                }
+            }
+        }
+        let cells = self.cell_audits();
+        if cells.iter().any(|c| !c.protected()) {
+            return None;
+        }
+        let singleton_violations = if singleton_rule { singleton::violations(p, &self.sup) } else { Vec::new() };
+        Some(AuditReport {
+            cells,
+            under_protected: Vec::new(),
+            singleton_violations,
+            lps_solved: 0,
+            witnessed: self.witnessed(),
+        })
     }
 
     /// Pairs currently certified by combinatorial witnesses.
@@ -727,6 +771,40 @@ impl<'p, 'a> Auditor<'p, 'a> {
     }
 }
 
+/// The move `z` as a map when it is a feasible attacker move for pattern `sup` (see
+/// [`Auditor::recheck`]), else `None`.
+fn feasible_move(p: &Problem, sup: &[bool], z: &[(u32, f64)]) -> Option<FastMap<u32, f64>> {
+    let zm: FastMap<u32, f64> = z.iter().copied().collect();
+    for &(c, v) in z {
+        let c = c as usize;
+        if c >= p.n() || !sup[c] || !v.is_finite() {
+            return None;
+        }
+        let slack = |g: f64| 1e-7 * g.abs().max(1.0);
+        if v > p.up_gap[c] + slack(p.up_gap[c]) || -v > p.lo_gap[c] + slack(p.lo_gap[c]) {
+            return None;
+        }
+    }
+    let mut seen: FastMap<u32, ()> = FastMap::default();
+    for &(c, _) in z {
+        for &r in p.rel.of_cell(c as usize) {
+            if seen.insert(r, ()).is_some() {
+                continue;
+            }
+            let (mut sum, mut scale) = (0.0f64, 0.0f64);
+            for (m, a) in p.rel.terms(r as usize) {
+                let v = a * zm.get(&m).copied().unwrap_or(0.0);
+                sum += v;
+                scale += v.abs();
+            }
+            if sum.abs() > 1e-7 * scale.max(1.0) {
+                return None;
+            }
+        }
+    }
+    Some(zm)
+}
+
 /// Sliding targets: the SPL can bind beyond the two one-sided levels.
 fn is_sliding(s: &super::problem::Sensitive) -> bool {
     s.spl > 0.0 && s.spl > s.lpl + s.upl
@@ -916,6 +994,28 @@ mod tests {
         let r = audit(&t, &st, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
         assert!(r.is_clean() && r.lps_solved > 0);
         assert_eq!(r.cells[0].certified_by, CertifiedBy::Lp);
+    }
+
+    /// The final audit from held certificates agrees with a fresh one, and refuses a pattern
+    /// changed behind the auditor's back (a witness cell published).
+    #[test]
+    fn recheck_reuses_certificates_and_refuses_a_changed_pattern() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        for lp_only in [false, true] {
+            let mut aud = Auditor::new(&p, sup.clone());
+            aud.lp_only = lp_only;
+            assert!(aud.check().unwrap().is_empty());
+            let r = aud.recheck(true).unwrap();
+            let fresh = audit(&t, &st, true, &AuditOptions::default()).unwrap();
+            assert_eq!((r.is_clean(), r.lps_solved), (true, 0));
+            assert_eq!(r.under_protected, fresh.under_protected);
+            aud.sup[t.find(&[2, 2]).unwrap()] = false;
+            assert!(aud.recheck(true).is_none(), "lp_only {lp_only}");
+        }
     }
 
     /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and

@@ -207,7 +207,13 @@ pub fn protect(table: &Table, opts: &ProtectOptions) -> Result<Protection, Suppr
         e => e,
     };
     let (sup, subtables, lower_bound) = match opts.method {
-        Method::Fast => (fast::run(&p, opts, deadline).map_err(with_coord)?, Vec::new(), None),
+        Method::Fast => {
+            let (sup, rep) = fast::run_certified(&p, opts, deadline).map_err(with_coord)?;
+            if let Some(rep) = rep {
+                return finish_report(&p, sup, opts.method, start, Vec::new(), None, rep, Instant::now());
+            }
+            (sup, Vec::new(), None)
+        }
         Method::Tabu => (tabu::run(&p, opts, deadline).map_err(with_coord)?, Vec::new(), None),
         Method::Optimal => {
             let (s, lb) = exact::run(&p, opts, deadline).map_err(with_coord)?;
@@ -233,6 +239,21 @@ pub(crate) fn finish(
 ) -> Result<Protection, SuppressError> {
     let t0 = Instant::now();
     let rep = audit::audit_problem(p, &sup, singleton_rule, &AuditOptions::default())?;
+    finish_report(p, sup, method, start, subtables, lower_bound, rep, t0)
+}
+
+/// The figures of a pattern whose final audit is `rep` (started at `t0`); `Err` unless clean.
+#[allow(clippy::too_many_arguments)]
+fn finish_report(
+    p: &Problem,
+    sup: Vec<bool>,
+    method: Method,
+    start: Instant,
+    subtables: Vec<SubtableReport>,
+    lower_bound: Option<f64>,
+    rep: AuditReport,
+    t0: Instant,
+) -> Result<Protection, SuppressError> {
     let audit_s = t0.elapsed().as_secs_f64();
     if !rep.is_clean() {
         let first = rep.under_protected.first().copied().or(rep.singleton_violations.first().map(|v| v.1)).unwrap_or(0);
