@@ -367,7 +367,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         let t0 = std::time::Instant::now();
         let sup = &self.sup;
         let certs = &self.certs;
-        let found: Vec<[Option<(Vec<(u32, f64)>, f64)>; 2]> = todo
+        let found: Vec<super::witness::Certified> = todo
             .par_iter()
             .map(|&k| {
                 let want: Vec<usize> = (0..2).filter(|&d| matches!(certs[k][d], Cert::Unknown)).collect();

@@ -34,6 +34,10 @@ pub(crate) fn trace(what: std::fmt::Arguments) {
     }
 }
 
+/// Outcome of the cover for one sensitive cell: `None` = already certified, `Some(None)` = no
+/// hypercube found, `Some(Some(cube))` = suppress this cube.
+type Pick = Option<Option<Vec<(u32, i8)>>>;
+
 /// Sensitive cells per batch of [`Work::cover`], and look-ups per hypercube search.
 const COVER_BATCH: usize = 2048;
 const COVER_BUDGET: usize = 20_000;
@@ -175,7 +179,7 @@ impl<'p, 'a> Work<'p, 'a> {
         let mut left = Vec::new();
         for batch in order.chunks(COVER_BATCH) {
             let sup = &self.aud.sup;
-            let picks: Vec<Option<Option<Vec<(u32, i8)>>>> = batch
+            let picks: Vec<Pick> = batch
                 .par_iter()
                 .map(|&k| {
                     let s = &p.sens[k];

@@ -26,6 +26,12 @@ use super::problem::Problem;
 /// One-dimensional balanced vectors kept per (dimension, node), smallest first.
 const MAX_OPTIONS: usize = 512;
 
+/// A verified move `(cell, value)` pairs and the reach it proves, per direction.
+pub(crate) type Certified = [Option<(Vec<(u32, f64)>, f64)>; 2];
+
+/// A partial hypercube: `(packed key, cell, sign)` per cell.
+type Partial = Vec<(u128, u32, i8)>;
+
 /// A proposed attacker move `z = Σ δ_k · h_k`, `h_k` integer vectors over cells.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Witness {
@@ -261,7 +267,7 @@ impl Geometry<'_> {
         let idx = self.table.index();
         let a = coord[d];
         let bound = st.best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
-        let mut cands: Vec<(f64, Vec<(u128, u32, i8)>)> = Vec::new();
+        let mut cands: Vec<(f64, Partial)> = Vec::new();
         'opt: for opt in &self.options[self.start[d] + a as usize] {
             let mut next = partial.clone();
             let mut add = 0.0;
@@ -304,7 +310,7 @@ pub(crate) fn certify(
     dirs: &[usize],
     cubes: usize,
     budget: usize,
-) -> [Option<(Vec<(u32, f64)>, f64)>; 2] {
+) -> Certified {
     let mut out = [None, None];
     let need = |d: usize| if d == 0 { s.lpl } else { s.upl };
     if dirs.iter().all(|&d| need(d) <= 0.0) {
@@ -362,7 +368,7 @@ pub(crate) fn combine(p: &Problem, cubes: &[Vec<(u32, i8)>], dir: f64, need: f64
             room = room.min(r);
         }
         let delta = rem.min(room * (1.0 - 1e-9));
-        if !(delta > 0.0) || !delta.is_finite() {
+        if delta.is_nan() || delta <= 0.0 || !delta.is_finite() {
             continue;
         }
         for &(c, s) in cube {
