@@ -1,4 +1,6 @@
-//! Measurements for FIGURES.md: `cargo run --release --example bench -- <mid|big> <methods> <limit_s> [cleanup]`
+//! Suppression figures for BENCHMARKS.md:
+//! `cargo bench --profile bench-release --bench suppress -- <small|mid|big|big5|big6> <methods> <limit_s> [cleanup|nocleanup] [auto|closure|hypercube]`
+//! (`SDCFLOW_SUPPRESS_TRACE=1` prints phase timings to stderr).
 use sdcflow::suppress::*;
 use sdcflow::table::synth::{generate, SynthSpec};
 use sdcflow::table::CellStatus;
@@ -10,6 +12,11 @@ fn main() {
     let methods = args.get(2).cloned().unwrap_or("fast".into());
     let limit: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(120.0);
     let cleanup = args.get(4).map(|s| s != "nocleanup").unwrap_or(true);
+    let construction = match args.get(5).map(|s| s.as_str()) {
+        Some("closure") => Construction::Closure,
+        Some("hypercube") => Construction::Hypercube,
+        _ => Construction::Auto,
+    };
     let spec = match which {
         "small" => SynthSpec {
             dims: vec![vec![4, 4], vec![2, 4]],
@@ -26,6 +33,14 @@ fn main() {
             min_freq: 3,
             protection: 0.10,
             seed: 42,
+        },
+        "big6" => SynthSpec {
+            dims: vec![vec![4, 5], vec![3, 4], vec![12], vec![2, 3], vec![6], vec![4]],
+            density: 0.5,
+            mean_freq: 12.0,
+            min_freq: 3,
+            protection: 0.10,
+            seed: 13,
         },
         "big5" => SynthSpec {
             dims: vec![vec![5, 8], vec![4, 6], vec![20], vec![3, 4], vec![6]],
@@ -68,6 +83,7 @@ fn main() {
             seed: 1,
             time_limit_s: limit,
             cleanup,
+            construction,
             tabu_iterations: 100_000,
             ..Default::default()
         };
@@ -76,13 +92,14 @@ fn main() {
             Ok(p) => {
                 let relaxed = p.subtables.iter().filter(|s| s.status != SubtableStatus::Solved).count();
                 println!(
-                    "{m:8} {:7.1}s secondaries {:6} secondary_cost {:12.0} suppressed_share {:.4} audit {:.1}s/{} LPs subtables {} (not solved as is: {relaxed})",
+                    "{m:8} {:7.1}s secondaries {:6} secondary_cost {:12.0} suppressed_share {:.4} audit {:.1}s/{} LPs/{} pairs by witness subtables {} (not solved as is: {relaxed})",
                     t1.elapsed().as_secs_f64(),
                     p.secondaries,
                     p.secondary_cost,
                     p.suppressed_value_share,
                     p.audit.seconds,
                     p.audit.lps_solved,
+                    p.audit.witnessed,
                     p.subtables.len()
                 );
             }

@@ -22,6 +22,7 @@
 
 use rayon::prelude::*;
 
+use crate::table::relations::FastMap;
 use crate::table::{CellStatus, Table};
 
 use super::attacker::{tolerance, CompLp, Cut};
@@ -35,6 +36,25 @@ pub struct AuditOptions {
     /// Solve two uncapped LPs per sensitive cell and report exact feasibility intervals
     /// (slower); otherwise intervals are only proven up to the required levels.
     pub exact_intervals: bool,
+    /// Certify every pair with an attacker LP, never with a combinatorial witness (the
+    /// reference path the witness audit is tested against; slower on large tables).
+    #[serde(default)]
+    pub lp_only: bool,
+}
+
+/// What proved a sensitive cell's protection (both directions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CertifiedBy {
+    /// Both directions by exactly verified combinatorial witnesses ([`super::witness`]): the
+    /// interval holds the proven reach, the true one may be wider.
+    Witness,
+    /// Both directions by attacker LPs.
+    Lp,
+    /// One direction each.
+    Mixed,
+    /// Some requirement was not proven (the cell is under-protected).
+    Unproven,
 }
 
 /// Audit result of one sensitive cell.
@@ -52,6 +72,8 @@ pub struct CellAudit {
     pub upper_ok: bool,
     /// `hi − lo ≥ SPL`.
     pub sliding_ok: bool,
+    /// How `lo` and `hi` were proven.
+    pub certified_by: CertifiedBy,
 }
 
 impl CellAudit {
@@ -72,6 +94,9 @@ pub struct AuditReport {
     pub singleton_violations: Vec<(usize, usize)>,
     /// Number of LPs solved.
     pub lps_solved: usize,
+    /// (Sensitive cell, direction) pairs certified by combinatorial witnesses, without an LP.
+    #[serde(default)]
+    pub witnessed: usize,
 }
 
 impl AuditReport {
@@ -103,11 +128,13 @@ pub(crate) fn audit_problem(
 ) -> Result<AuditReport, SuppressError> {
     let mut a = Auditor::new(p, sup.to_vec());
     a.exact = opts.exact_intervals;
+    a.lp_only = opts.lp_only;
     a.check()?;
     let cells = a.cell_audits();
     let under_protected = cells.iter().filter(|c| !c.protected()).map(|c| c.cell).collect();
     let singleton_violations = if singleton_rule { singleton::violations(p, sup) } else { Vec::new() };
-    Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps })
+    let witnessed = a.witnessed();
+    Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps, witnessed })
 }
 
 /// Certificate state of one (sensitive cell, direction).
@@ -136,6 +163,8 @@ pub(crate) struct Auditor<'p, 'a> {
     pub sup: Vec<bool>,
     certs: Vec<[Cert; 2]>,
     witnesses: Vec<Vec<(u32, f64)>>,
+    /// Per witness id: found combinatorially (not by an LP).
+    combinatorial: Vec<bool>,
     users: Vec<Vec<(u32, u8)>>,
     wit_of_cell: crate::table::relations::FastMap<u32, Vec<u32>>,
     mark: Vec<u32>,
@@ -145,6 +174,10 @@ pub(crate) struct Auditor<'p, 'a> {
     pub lps: usize,
     /// Exact intervals (uncapped single LPs, no batch).
     pub exact: bool,
+    /// Some certificate may be `Failed` (set by [`Self::check`]).
+    has_failed: bool,
+    /// No combinatorial witnesses (LPs only).
+    pub lp_only: bool,
     /// Try small local LPs (a ball around the target) before the component LPs; gives sparse
     /// witnesses, so later removals invalidate few certificates.
     pub local_first: bool,
@@ -152,6 +185,11 @@ pub(crate) struct Auditor<'p, 'a> {
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
 const BALLS: [(usize, usize); 2] = [(3, 400), (6, 5000)];
+
+/// Hypercubes collected per target, and cell look-ups allowed per target, when searching for
+/// combinatorial witnesses.
+const WITNESS_CUBES: usize = 8;
+const WITNESS_BUDGET: usize = 20_000;
 
 /// Problems with more cells than this use local LPs first in every audit.
 const LOCAL_FIRST_CELLS: usize = 100_000;
@@ -174,6 +212,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             sup,
             certs,
             witnesses: Vec::new(),
+            combinatorial: Vec::new(),
             users: Vec::new(),
             wit_of_cell: Default::default(),
             mark: vec![0; p.n()],
@@ -181,6 +220,8 @@ impl<'p, 'a> Auditor<'p, 'a> {
             epoch: 0,
             lps: 0,
             exact: false,
+            has_failed: false,
+            lp_only: false,
             local_first: p.n() > LOCAL_FIRST_CELLS,
         }
     }
@@ -191,6 +232,17 @@ impl<'p, 'a> Auditor<'p, 'a> {
             return;
         }
         self.sup[i] = true;
+        self.clear_failed();
+    }
+
+    /// Turns failed certificates back into unknown ones (a suppression may have fixed them);
+    /// a no-op unless the last [`Self::check`] left failures, so adding many cells between
+    /// two audits costs O(1) each.
+    fn clear_failed(&mut self) {
+        if !self.has_failed {
+            return;
+        }
+        self.has_failed = false;
         for c in &mut self.certs {
             for d in c.iter_mut() {
                 if matches!(d, Cert::Failed(..)) {
@@ -238,13 +290,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         for (s, d, w, v) in lost {
             self.certs[s as usize][d as usize] = Cert::Ok(w, v);
         }
-        for c in &mut self.certs {
-            for d in c.iter_mut() {
-                if matches!(d, Cert::Failed(..)) {
-                    *d = Cert::Unknown;
-                }
-            }
-        }
+        self.clear_failed();
     }
 
     fn record(&mut self, w: Vec<(u32, f64)>) -> u32 {
@@ -253,8 +299,97 @@ impl<'p, 'a> Auditor<'p, 'a> {
             self.wit_of_cell.entry(c).or_default().push(id);
         }
         self.witnesses.push(w);
+        self.combinatorial.push(false);
         self.users.push(Vec::new());
         id
+    }
+
+    /// Final audit from the certificates this auditor holds, without any new search or LP:
+    /// every witness is re-verified against the current pattern on its own — support cells
+    /// suppressed, bounds held and every relation touching the support balanced (to 1e-7
+    /// relative, the LP feasibility tolerance; combinatorial witnesses balance exactly) — and
+    /// every (sensitive cell, direction) must be reached by a re-verified witness. `None` when
+    /// anything is missing or does not re-verify (or a cell has a sliding requirement): the
+    /// caller then audits from scratch. Why: a second from-scratch audit of a million-cell
+    /// pattern repeats minutes of search and LPs whose results are already at hand.
+    pub fn recheck(&self, singleton_rule: bool) -> Option<AuditReport> {
+        let p = self.p;
+        let mut ok_wit: FastMap<u32, Option<FastMap<u32, f64>>> = FastMap::default();
+        for (k, s) in p.sens.iter().enumerate() {
+            if is_sliding(s) {
+                return None;
+            }
+            for d in 0..2 {
+                let n = need(s, d);
+                let Cert::Ok(w, _) = self.certs[k][d] else { return None };
+                if n <= 0.0 {
+                    continue;
+                }
+                let z = ok_wit.entry(w).or_insert_with(|| feasible_move(p, &self.sup, &self.witnesses[w as usize]));
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let reach = z.as_ref()?.get(&s.cell).map_or(0.0, |v| dir * v);
+                if reach < n - tolerance(n) {
+                    return None;
+                }
+            }
+        }
+        let cells = self.cell_audits();
+        if cells.iter().any(|c| !c.protected()) {
+            return None;
+        }
+        let singleton_violations = if singleton_rule { singleton::violations(p, &self.sup) } else { Vec::new() };
+        Some(AuditReport {
+            cells,
+            under_protected: Vec::new(),
+            singleton_violations,
+            lps_solved: 0,
+            witnessed: self.witnessed(),
+        })
+    }
+
+    /// Pairs currently certified by combinatorial witnesses.
+    pub fn witnessed(&self) -> usize {
+        self.certs.iter().flatten().filter(|c| matches!(c, Cert::Ok(w, _) if self.combinatorial[*w as usize])).count()
+    }
+
+    /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each
+    /// proposal is verified exactly against the problem before it certifies anything.
+    fn solve_witnesses(&mut self) {
+        let p = self.p;
+        let Some(geom) = p.geom.as_deref() else { return };
+        let todo: Vec<usize> = (0..p.sens.len())
+            .filter(|&k| !is_sliding(&p.sens[k]))
+            .filter(|&k| (0..2).any(|d| matches!(self.certs[k][d], Cert::Unknown)))
+            .collect();
+        if todo.is_empty() {
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        let sup = &self.sup;
+        let certs = &self.certs;
+        let found: Vec<super::witness::Certified> = todo
+            .par_iter()
+            .map(|&k| {
+                let want: Vec<usize> = (0..2).filter(|&d| matches!(certs[k][d], Cert::Unknown)).collect();
+                super::witness::certify(p, geom, sup, &p.sens[k], &want, WITNESS_CUBES, WITNESS_BUDGET)
+            })
+            .collect();
+        for (&k, res) in todo.iter().zip(found) {
+            for (d, r) in res.into_iter().enumerate() {
+                if let Some((z, v)) = r {
+                    let id = self.record(z);
+                    self.combinatorial[id as usize] = true;
+                    self.users[id as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(id, v);
+                }
+            }
+        }
+        super::fast::trace(format_args!(
+            "witness search {:.1}s over {} targets: {} pairs by witness",
+            t0.elapsed().as_secs_f64(),
+            todo.len(),
+            self.witnessed()
+        ));
     }
 
     /// Component (cells, relations) of suppressed cell `t`.
@@ -450,6 +585,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
 
     /// Certifies every unknown target; returns the shortfalls (empty = protected).
     pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        if !self.exact && !self.lp_only {
+            self.solve_witnesses();
+        }
         if self.local_first && !self.exact {
             for (hops, max) in BALLS {
                 if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
@@ -467,6 +605,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 }
             }
         }
+        self.has_failed = !out.is_empty();
         Ok(out)
     }
 
@@ -484,6 +623,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
                     if u {
                         if need(s, d) <= 0.0 && !self.exact {
                             let w = self.record(Vec::new());
+                            self.combinatorial[w as usize] = true;
                             self.users[w as usize].push((k as u32, d as u8));
                             self.certs[k][d] = Cert::Ok(w, 0.0);
                         } else {
@@ -605,18 +745,64 @@ impl<'p, 'a> Auditor<'p, 'a> {
                     Cert::Unknown => 0.0,
                 });
                 let ok = [0, 1].map(|d| matches!(self.certs[k][d], Cert::Ok(..)));
+                let comb = [0, 1].map(|d| matches!(self.certs[k][d], Cert::Ok(w, _) if self.combinatorial[w as usize]));
                 let a = self.p.value[s.cell as usize];
-                CellAudit {
+                let mut c = CellAudit {
                     cell: s.cell as usize,
                     lo: a - v[0],
                     hi: a + v[1],
                     lower_ok: ok[0],
                     upper_ok: ok[1] || v[1] >= s.upl - tolerance(s.upl),
                     sliding_ok: v[0] + v[1] >= s.spl - tolerance(s.spl),
-                }
+                    certified_by: CertifiedBy::Unproven,
+                };
+                c.certified_by = if !c.protected() {
+                    CertifiedBy::Unproven
+                } else if comb[0] && comb[1] {
+                    CertifiedBy::Witness
+                } else if comb[0] || comb[1] {
+                    CertifiedBy::Mixed
+                } else {
+                    CertifiedBy::Lp
+                };
+                c
             })
             .collect()
     }
+}
+
+/// The move `z` as a map when it is a feasible attacker move for pattern `sup` (see
+/// [`Auditor::recheck`]), else `None`.
+fn feasible_move(p: &Problem, sup: &[bool], z: &[(u32, f64)]) -> Option<FastMap<u32, f64>> {
+    let zm: FastMap<u32, f64> = z.iter().copied().collect();
+    for &(c, v) in z {
+        let c = c as usize;
+        if c >= p.n() || !sup[c] || !v.is_finite() {
+            return None;
+        }
+        let slack = |g: f64| 1e-7 * g.abs().max(1.0);
+        if v > p.up_gap[c] + slack(p.up_gap[c]) || -v > p.lo_gap[c] + slack(p.lo_gap[c]) {
+            return None;
+        }
+    }
+    let mut seen: FastMap<u32, ()> = FastMap::default();
+    for &(c, _) in z {
+        for &r in p.rel.of_cell(c as usize) {
+            if seen.insert(r, ()).is_some() {
+                continue;
+            }
+            let (mut sum, mut scale) = (0.0f64, 0.0f64);
+            for (m, a) in p.rel.terms(r as usize) {
+                let v = a * zm.get(&m).copied().unwrap_or(0.0);
+                sum += v;
+                scale += v.abs();
+            }
+            if sum.abs() > 1e-7 * scale.max(1.0) {
+                return None;
+            }
+        }
+    }
+    Some(zm)
 }
 
 /// Sliding targets: the SPL can bind beyond the two one-sided levels.
@@ -693,7 +879,7 @@ mod tests {
         let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
         let a = primary(&mut t, &[1, 1], 3.0);
         let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
-        let exact = AuditOptions { exact_intervals: true };
+        let exact = AuditOptions { exact_intervals: true, ..Default::default() };
         let r = audit(&t, &st, false, &exact).unwrap();
         assert_eq!(r.cells.len(), 1);
         let c = &r.cells[0];
@@ -723,7 +909,7 @@ mod tests {
         let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
         let a = primary(&mut t, &[1, 1], 1.0);
         let st = statuses(&t, &[[1, 2]]);
-        let exact = AuditOptions { exact_intervals: true };
+        let exact = AuditOptions { exact_intervals: true, ..Default::default() };
         let r = audit(&t, &st, false, &exact).unwrap();
         let c = &r.cells[0];
         assert!((c.lo - 10.0).abs() < 1e-7 && (c.hi - 10.0).abs() < 1e-7, "{c:?}");
@@ -738,9 +924,98 @@ mod tests {
         let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
         assert!(audit(&t, &st, false, &AuditOptions::default()).unwrap().is_clean());
         t.set_bounds(a, 0.0, 11.0).unwrap();
-        let r = audit(&t, &st, false, &AuditOptions { exact_intervals: true }).unwrap();
+        let r = audit(&t, &st, false, &AuditOptions { exact_intervals: true, ..Default::default() }).unwrap();
         assert!((r.cells[0].hi - 11.0).abs() < 1e-7);
         assert_eq!(r.under_protected, vec![a]);
+    }
+
+    /// The witness audit (default) and the LP-only audit give the same per-cell verdict on
+    /// random hierarchical tables and patterns: closed patterns from `fast` with random
+    /// secondaries dropped, so both protected and under-protected cells occur.
+    #[test]
+    fn witness_and_lp_audits_agree_on_random_patterns() {
+        use crate::suppress::{protect, Method, ProtectOptions};
+        use crate::table::synth::{generate, SynthSpec};
+        let (mut witnessed, mut under, mut clean) = (0, 0, 0);
+        for seed in 0..8 {
+            let spec = SynthSpec {
+                dims: vec![vec![2, 3], vec![3], vec![2]],
+                density: 0.8,
+                mean_freq: 5.0,
+                min_freq: 3,
+                protection: 0.1,
+                seed,
+            };
+            let t = generate(&spec).unwrap();
+            let o = ProtectOptions { method: Method::Fast, cleanup: false, time_limit_s: 30.0, ..Default::default() };
+            let prot = protect(&t, &o).unwrap();
+            let mut rng = crate::rng::Rng::new(seed + 100);
+            for round in 0..3 {
+                let mut st = prot.statuses.clone();
+                for s in st.iter_mut() {
+                    if *s == CellStatus::Secondary && rng.next_f64() < 0.15 * round as f64 {
+                        *s = CellStatus::Safe;
+                    }
+                }
+                let w = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+                let l = audit(&t, &st, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
+                assert_eq!(w.under_protected, l.under_protected, "seed {seed} round {round}");
+                assert_eq!(l.witnessed, 0);
+                witnessed += w.witnessed;
+                under += w.under_protected.len();
+                clean += usize::from(w.is_clean());
+                for c in &w.cells {
+                    assert_eq!(c.protected(), c.certified_by != CertifiedBy::Unproven);
+                }
+            }
+        }
+        assert!(witnessed > 0, "no pair was certified by a witness");
+        assert!(under > 0 && clean > 0, "both verdicts must occur (under {under}, clean {clean})");
+    }
+
+    /// An under-protected pattern with a complete hypercube: the witness only reaches 2 of the
+    /// UPL of 3, so both audits reject the cell.
+    #[test]
+    fn under_protected_rectangle_rejected_by_both_audits() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        for o in [AuditOptions::default(), AuditOptions { lp_only: true, ..Default::default() }] {
+            let r = audit(&t, &st, false, &o).unwrap();
+            assert_eq!(r.under_protected, vec![a], "{o:?}");
+            assert_eq!(r.cells[0].certified_by, CertifiedBy::Unproven);
+        }
+        // UPL 2: the witness alone proves both directions, no LP.
+        t.set_protection(a, 2.0, 2.0, 0.0);
+        let r = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert!(r.is_clean());
+        assert_eq!((r.lps_solved, r.witnessed), (0, 2));
+        assert_eq!(r.cells[0].certified_by, CertifiedBy::Witness);
+        let r = audit(&t, &st, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
+        assert!(r.is_clean() && r.lps_solved > 0);
+        assert_eq!(r.cells[0].certified_by, CertifiedBy::Lp);
+    }
+
+    /// The final audit from held certificates agrees with a fresh one, and refuses a pattern
+    /// changed behind the auditor's back (a witness cell published).
+    #[test]
+    fn recheck_reuses_certificates_and_refuses_a_changed_pattern() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        for lp_only in [false, true] {
+            let mut aud = Auditor::new(&p, sup.clone());
+            aud.lp_only = lp_only;
+            assert!(aud.check().unwrap().is_empty());
+            let r = aud.recheck(true).unwrap();
+            let fresh = audit(&t, &st, true, &AuditOptions::default()).unwrap();
+            assert_eq!((r.is_clean(), r.lps_solved), (true, 0));
+            assert_eq!(r.under_protected, fresh.under_protected);
+            aud.sup[t.find(&[2, 2]).unwrap()] = false;
+            assert!(aud.recheck(true).is_none(), "lp_only {lp_only}");
+        }
     }
 
     /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and

@@ -128,6 +128,7 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
         status,
         sens,
         sens_of: FastMap::default(),
+        geom: None,
     };
     p.index_sensitive();
     Ok((p, maps))
@@ -195,5 +196,5 @@ fn modular_linked(
             break;
         }
     }
-    Ok(fast::complete(p, sup, opts.singleton_rule)?.aud.sup)
+    Ok(fast::complete(p, sup, opts.singleton_rule, opts.construction)?.aud.sup)
 }

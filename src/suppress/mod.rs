@@ -24,13 +24,14 @@ pub mod modular;
 pub(crate) mod problem;
 pub mod singleton;
 pub mod tabu;
+pub(crate) mod witness;
 
 use std::time::Instant;
 
 use crate::lp::LpError;
 use crate::table::{CellStatus, Table, TableError};
 
-pub use audit::{audit, AuditOptions, AuditReport, CellAudit};
+pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
 pub use linked::protect_linked;
 pub use modular::{
     solve_subtable, solve_task, subtables, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
@@ -52,6 +53,22 @@ pub enum Method {
     Modular,
 }
 
+/// How `Fast` (and `Modular`'s inner fast) builds its first pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Construction {
+    /// `Hypercube` when the table's geometry is known (single tables, modular subtables),
+    /// else `Closure` (joined linked tables). Measured cheaper and faster than the closure on
+    /// every benchmark table (BENCHMARKS.md).
+    #[default]
+    Auto,
+    /// Relation-by-relation closure.
+    Closure,
+    /// One hypercube per sensitive cell, chosen in parallel: every cell is certified by a
+    /// combinatorial witness, so the audit of million-cell tables needs few LPs.
+    Hypercube,
+}
+
 /// Options of [`protect`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProtectOptions {
@@ -71,6 +88,9 @@ pub struct ProtectOptions {
     pub modular_inner: Method,
     /// `Optimal` refuses tables with more cells than this (use another method).
     pub optimal_max_cells: usize,
+    /// First-pattern construction of `Fast` (see [`Construction`]).
+    #[serde(default)]
+    pub construction: Construction,
 }
 
 impl Default for ProtectOptions {
@@ -84,6 +104,7 @@ impl Default for ProtectOptions {
             tabu_iterations: 200,
             modular_inner: Method::Fast,
             optimal_max_cells: 2000,
+            construction: Construction::Auto,
         }
     }
 }
@@ -99,6 +120,10 @@ pub struct AuditSummary {
     pub singleton_violations: usize,
     /// Attacker LPs solved by the final audit.
     pub lps_solved: usize,
+    /// (Sensitive cell, direction) pairs the final audit certified by exactly verified
+    /// combinatorial witnesses instead of LPs.
+    #[serde(default)]
+    pub witnessed: usize,
     /// Seconds spent in the final audit.
     pub seconds: f64,
 }
@@ -199,7 +224,13 @@ pub fn protect_with(
         e => e,
     };
     let (sup, subtables, lower_bound) = match opts.method {
-        Method::Fast => (fast::run(&p, opts, deadline).map_err(with_coord)?, Vec::new(), None),
+        Method::Fast => {
+            let (sup, rep) = fast::run_certified(&p, opts, deadline).map_err(with_coord)?;
+            if let Some(rep) = rep {
+                return finish_report(&p, sup, opts.method, start, Vec::new(), None, rep, Instant::now());
+            }
+            (sup, Vec::new(), None)
+        }
         Method::Tabu => (tabu::run(&p, opts, deadline).map_err(with_coord)?, Vec::new(), None),
         Method::Optimal => {
             let (s, lb) = exact::run(&p, opts, deadline).map_err(with_coord)?;
@@ -225,6 +256,21 @@ pub(crate) fn finish(
 ) -> Result<Protection, SuppressError> {
     let t0 = Instant::now();
     let rep = audit::audit_problem(p, &sup, singleton_rule, &AuditOptions::default())?;
+    finish_report(p, sup, method, start, subtables, lower_bound, rep, t0)
+}
+
+/// The figures of a pattern whose final audit is `rep` (started at `t0`); `Err` unless clean.
+#[allow(clippy::too_many_arguments)]
+fn finish_report(
+    p: &Problem,
+    sup: Vec<bool>,
+    method: Method,
+    start: Instant,
+    subtables: Vec<SubtableReport>,
+    lower_bound: Option<f64>,
+    rep: AuditReport,
+    t0: Instant,
+) -> Result<Protection, SuppressError> {
     let audit_s = t0.elapsed().as_secs_f64();
     if !rep.is_clean() {
         let first = rep.under_protected.first().copied().or(rep.singleton_violations.first().map(|v| v.1)).unwrap_or(0);
@@ -250,8 +296,13 @@ pub(crate) fn output_statuses(p: &Problem, sup: &[bool]) -> Vec<CellStatus> {
 
 /// Figures of a pattern without an audit (the caller fills `audit`).
 pub(crate) fn summarise_pattern(p: &Problem, statuses: Vec<CellStatus>, method: Method, start: Instant) -> Protection {
-    let rep =
-        AuditReport { cells: Vec::new(), under_protected: Vec::new(), singleton_violations: Vec::new(), lps_solved: 0 };
+    let rep = AuditReport {
+        cells: Vec::new(),
+        under_protected: Vec::new(),
+        singleton_violations: Vec::new(),
+        lps_solved: 0,
+        witnessed: 0,
+    };
     summarise(p, statuses, method, start, Vec::new(), None, &rep, 0.0)
 }
 
@@ -298,6 +349,7 @@ fn summarise(
             under_protected: rep.under_protected.len(),
             singleton_violations: rep.singleton_violations.len(),
             lps_solved: rep.lps_solved,
+            witnessed: rep.witnessed,
             seconds: audit_s,
         },
     }
@@ -483,7 +535,8 @@ pub(crate) mod tests {
                     Err(e) => panic!("case {k} {m:?}: {e}"),
                 };
                 // Independent exact audit.
-                let a = audit(&t, &p.statuses, true, &AuditOptions { exact_intervals: true }).unwrap();
+                let a = audit(&t, &p.statuses, true, &AuditOptions { exact_intervals: true, ..Default::default() })
+                    .unwrap();
                 assert!(a.is_clean(), "case {k} {m:?}");
                 for c in &a.cells {
                     let cell = &t.cells()[c.cell];

@@ -327,7 +327,7 @@ pub(crate) fn run(
         }
         start = end;
     }
-    let mut w = fast::complete(p, sup, opts.singleton_rule)?;
+    let mut w = fast::complete(p, sup, opts.singleton_rule, opts.construction)?;
     if opts.cleanup {
         w.cleanup(opts.singleton_rule, deadline)?;
     }

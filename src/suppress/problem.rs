@@ -45,6 +45,8 @@ pub(crate) struct Problem<'a> {
     pub status: Vec<CellStatus>,
     pub sens: Vec<Sensitive>,
     pub sens_of: FastMap<u32, u32>,
+    /// Table geometry for combinatorial witnesses (`None` for joined linked tables).
+    pub geom: Option<std::sync::Arc<super::witness::Geometry<'a>>>,
 }
 
 impl<'a> Problem<'a> {
@@ -77,6 +79,7 @@ impl<'a> Problem<'a> {
             status: (0..cells.len()).map(st).collect(),
             sens,
             sens_of: FastMap::default(),
+            geom: Some(std::sync::Arc::new(super::witness::Geometry::new(table))),
         };
         p.index_sensitive();
         p

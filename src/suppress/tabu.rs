@@ -70,11 +70,11 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Resu
     // Warm start: the fast method's pattern with a cleanup on half of the time left.
     let now = Instant::now();
     let half = now + deadline.saturating_duration_since(now) / 2;
-    let mut w = fast::complete(p, p.initial(), rule)?;
+    let mut w = fast::complete(p, p.initial(), rule, opts.construction)?;
     w.cleanup(rule, half)?;
     if p.n() <= opts.optimal_max_cells {
         let x0 = construct(p, opts, &mut rng, deadline)?;
-        let c = fast::complete(p, x0, rule)?;
+        let c = fast::complete(p, x0, rule, opts.construction)?;
         if p.cost_of(c.sup()) < p.cost_of(w.sup()) {
             w = c;
         }

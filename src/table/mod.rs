@@ -350,6 +350,12 @@ impl Table {
         &self.upper
     }
 
+    /// The packed-coordinate index (fast neighbour look-ups: replace one dimension's node in a
+    /// packed key instead of rebuilding the coordinate).
+    pub fn index(&self) -> &CoordIndex {
+        &self.index
+    }
+
     /// Index of the cell at `coord`, if it exists.
     pub fn find(&self, coord: &[u32]) -> Option<usize> {
         self.index.find(coord)
