@@ -331,7 +331,7 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
             .map_err(|e| Error::data(ap.display().to_string(), e.to_string()))?;
     }
     let statuses = table.statuses();
-    let rep = audit(&table, &statuses, t.singleton_rule, &AuditOptions { exact_intervals })
+    let rep = audit(&table, &statuses, t.singleton_rule, &AuditOptions { exact_intervals, ..Default::default() })
         .map_err(|e| Error::Protection { table: t.name.clone(), message: format!("audit: {e}") })?;
     let codes_of = |i: usize| -> Vec<String> { (0..dims.len()).map(|d| c.codes[d][i].clone()).collect() };
     let intervals = rep
