@@ -367,7 +367,7 @@ impl Lattice {
         &self,
         leaf: &[u128],
         work: impl Fn(&Shard, usize) -> Vec<T> + Sync,
-        sink: &mut dyn FnMut(Vec<T>) -> Result<()>,
+        sink: &mut (dyn FnMut(Vec<T>) -> Result<()> + Send),
     ) -> Result<()> {
         let split = self.split();
         let mut idx: Vec<u32> = (0..leaf.len() as u32).collect();
@@ -375,24 +375,34 @@ impl Lattice {
         let mut window: Vec<Shard> = Vec::new();
         let mut cells = 0u128;
         let mut failed: Result<()> = Ok(());
-        let mut flush = |window: &mut Vec<Shard>, failed: &mut Result<()>| {
-            let parts: Vec<Vec<T>> = window.par_iter().map(|sh| work(sh, split)).collect();
-            window.clear();
+        // The previous window's results go to the sink while the pool computes the next one.
+        let mut done: Vec<Vec<T>> = Vec::new();
+        let mut drain = |parts: Vec<Vec<T>>, failed: &mut Result<()>| {
             for p in parts {
                 if failed.is_ok() {
                     *failed = sink(p);
                 }
             }
         };
+        let mut flush = |window: &mut Vec<Shard>, done: &mut Vec<Vec<T>>, failed: &mut Result<()>| {
+            let previous = std::mem::take(done);
+            let (parts, ()) = rayon::join(
+                || window.par_iter().map(|sh| work(sh, split)).collect::<Vec<Vec<T>>>(),
+                || drain(previous, failed),
+            );
+            window.clear();
+            *done = parts;
+        };
         self.walk(leaf, &idx, 0, split, 0, &mut |sh| {
             cells += self.shard_bound(split, sh.idx.len());
             window.push(sh);
             if cells >= WINDOW_CELLS {
-                flush(&mut window, &mut failed);
+                flush(&mut window, &mut done, &mut failed);
                 cells = 0;
             }
         });
-        flush(&mut window, &mut failed);
+        flush(&mut window, &mut done, &mut failed);
+        flush(&mut window, &mut done, &mut failed);
         failed
     }
 }
@@ -554,7 +564,7 @@ pub fn roll_up_pairs<const N: usize>(
     lat: &Lattice,
     pairs: &Pairs,
     scale: f64,
-    sink: &mut dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()>,
+    sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
 ) -> Result<()> {
     if lat.is_empty() || pairs.is_empty() {
         return Ok(());
@@ -567,7 +577,7 @@ pub fn roll_up_pairs<const N: usize>(
 pub fn roll_up_leaf_cells<const N: usize>(
     lat: &Lattice,
     leaves: &[(u128, CellStats<N>)],
-    sink: &mut dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()>,
+    sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
 ) -> Result<()> {
     if lat.is_empty() || leaves.is_empty() {
         return Ok(());
@@ -607,7 +617,7 @@ mod tests {
         ]
     }
 
-    fn collect<T>(run: impl FnOnce(&mut dyn FnMut(Vec<T>) -> Result<()>) -> Result<()>) -> Vec<T> {
+    fn collect<T: Send>(run: impl FnOnce(&mut (dyn FnMut(Vec<T>) -> Result<()> + Send)) -> Result<()>) -> Vec<T> {
         let mut out = Vec::new();
         run(&mut |part| {
             out.extend(part);
