@@ -28,7 +28,7 @@ pub mod topn;
 use std::collections::HashMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
+use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use crate::error::{nearest, Error, Result};
@@ -273,7 +273,7 @@ fn leaf_keys(b: &RecordBatch, dims: &[Hierarchy], lat: &Lattice) -> Result<Vec<u
 /// Numbers contributors in arrival order; only equality of the numbers matters downstream.
 #[derive(Default)]
 struct ContributorIds {
-    ints: HashMap<i64, u32>,
+    ints: HashMap<i128, u32>,
     strings: HashMap<String, u32>,
 }
 
@@ -282,13 +282,26 @@ impl ContributorIds {
         let next = |n: usize| -> Result<u32> {
             u32::try_from(n).map_err(|_| Error::data("tabulation", "more than 4 billion contributors"))
         };
-        if col.data_type().is_integer() {
-            let c = arrow::compute::cast(col, &DataType::Int64)?;
-            for v in c.as_primitive::<Int64Type>().values() {
+        // Integer ids keep their value (as i128, so that u64 ids above 2^63 stay distinct); the
+        // column's type is fixed by the schema, so every batch takes the same path.
+        let ints: Option<Vec<i128>> = match col.data_type() {
+            DataType::UInt64 => Some(col.as_primitive::<UInt64Type>().values().iter().map(|&v| v as i128).collect()),
+            t if t.is_integer() => Some(
+                arrow::compute::cast(col, &DataType::Int64)?
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| v as i128)
+                    .collect(),
+            ),
+            _ => None,
+        };
+        if let Some(values) = ints {
+            for v in values {
                 let n = self.ints.len() + self.strings.len();
-                let id = match self.ints.get(v) {
+                let id = match self.ints.get(&v) {
                     Some(&id) => id,
-                    None => *self.ints.entry(*v).or_insert(next(n)?),
+                    None => *self.ints.entry(v).or_insert(next(n)?),
                 };
                 out.push(id);
             }
@@ -513,4 +526,27 @@ fn to_cells<const N: usize>(
         cells.top.extend(std::iter::repeat_n(0.0, n - used));
     }
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StringArray, UInt64Array};
+
+    #[test]
+    fn contributor_numbers_are_stable_and_never_merge_ids() {
+        let mut ids = ContributorIds::default();
+        let mut out = Vec::new();
+        let big = UInt64Array::from(vec![u64::MAX, u64::MAX - 1, 7, u64::MAX]);
+        ids.number(&big, &mut out).unwrap();
+        let again = UInt64Array::from(vec![7, u64::MAX - 1]);
+        ids.number(&again, &mut out).unwrap();
+        assert_eq!(out, vec![0, 1, 2, 0, 2, 1], "ids above 2^63 stay distinct; batches agree");
+
+        let mut ids = ContributorIds::default();
+        let mut out = Vec::new();
+        ids.number(&Int32Array::from(vec![-3, 4, -3]), &mut out).unwrap();
+        ids.number(&StringArray::from(vec!["a", "b", "a"]), &mut Vec::new()).unwrap();
+        assert_eq!(out, vec![0, 1, 0]);
+    }
 }
