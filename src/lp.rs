@@ -164,7 +164,32 @@ pub enum LpError {
 }
 
 /// Solves `lp` with HiGHS (one thread, quiet) and sorts every outcome.
+///
+/// When HiGHS gives up without a verdict (status `Unknown`, `SolveError`, …: numerical trouble,
+/// seen on attacker LPs over cells worth 10^10 and more), the model is solved again without
+/// presolve, then with the interior-point solver; only if all three fail is it an error.
 pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpError> {
+    let mut last = None;
+    for retry in [Retry::Default, Retry::NoPresolve, Retry::InteriorPoint] {
+        match solve_once(lp, opts, retry) {
+            Err(LpError::Solver { what }) if what.starts_with("model status") => last = Some(what),
+            other => return other,
+        }
+    }
+    Err(LpError::Solver {
+        what: format!("{} (also without presolve and with the interior-point solver)", last.unwrap_or_default()),
+    })
+}
+
+/// How [`solve`] retries a model HiGHS could not decide.
+#[derive(Debug, Clone, Copy)]
+enum Retry {
+    Default,
+    NoPresolve,
+    InteriorPoint,
+}
+
+fn solve_once(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<LpSolution, LpError> {
     let mip = lp.is_mip();
     let mut pb = RowProblem::default();
     let cols: Vec<highs::Col> =
@@ -187,6 +212,15 @@ pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpEr
     }
     if let (true, Some(g)) = (mip, opts.mip_rel_gap) {
         set(&mut model, "mip_rel_gap", g)?;
+    }
+    let set_str = |m: &mut highs::Model, name: &str, v: &str| {
+        m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
+    };
+    match retry {
+        Retry::Default => {}
+        Retry::NoPresolve => set_str(&mut model, "presolve", "off")?,
+        Retry::InteriorPoint if !mip => set_str(&mut model, "solver", "ipm")?,
+        Retry::InteriorPoint => set_str(&mut model, "presolve", "off")?,
     }
     let solved = model.try_solve().map_err(|s| LpError::Solver { what: format!("run: {s:?}") })?;
     let has_primal = solved.primal_solution_status() == HighsSolutionStatus::Feasible;

@@ -66,6 +66,33 @@ pub(crate) struct CompLp {
     lp: LinearProgram,
 }
 
+/// Solves an attacker LP in units where its largest finite bound is about 10^4.
+///
+/// Why: relations have ±1 coefficients and right-hand side 0, so the LP is invariant under a
+/// common scaling of all variables; cell values of 10^10 and more (a census salary total) made
+/// HiGHS give up with status `Unknown`. The solution is scaled back; row duals do not change
+/// (they depend on the objective and the basis only).
+fn solve_scaled(lp: &LinearProgram) -> Result<lp::LpSolution, lp::LpError> {
+    let largest =
+        lp.columns.iter().flat_map(|c| [c.lower.abs(), c.upper.abs()]).filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    if largest <= 1e6 {
+        return lp::solve(lp, &SolveOptions::default());
+    }
+    let scale = 10f64.powi((largest.log10() - 4.0).floor() as i32);
+    let mut scaled = lp.clone();
+    for c in &mut scaled.columns {
+        c.lower /= scale;
+        c.upper /= scale;
+    }
+    let mut s = lp::solve(&scaled, &SolveOptions::default())?;
+    for v in &mut s.columns {
+        *v *= scale;
+    }
+    s.objective *= scale;
+    s.column_duals.clear();
+    Ok(s)
+}
+
 /// Outcome of one attacker LP for a target and direction.
 #[derive(Debug, Clone)]
 pub(crate) struct Attack {
@@ -124,7 +151,7 @@ impl CompLp {
     }
 
     fn run(&self, lp: &LinearProgram, what: &str) -> Result<lp::LpSolution, SuppressError> {
-        lp::solve(lp, &SolveOptions::default()).map_err(|source| SuppressError::Lp {
+        solve_scaled(lp).map_err(|source| SuppressError::Lp {
             context: format!("attacker LP ({what}) on a component of {} cells", self.cells.len()),
             source,
         })
@@ -167,7 +194,7 @@ impl CompLp {
         } else {
             lp.columns[k].lower = lp.columns[k].lower.max(-cap);
         }
-        let s = match lp::solve(&lp, &SolveOptions::default()) {
+        let s = match solve_scaled(&lp) {
             Err(lp::LpError::Unbounded) if cap.is_infinite() => {
                 let a = Attack { value: f64::INFINITY, witness: Vec::new() };
                 return Ok((a, None));

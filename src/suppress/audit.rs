@@ -903,6 +903,22 @@ mod tests {
         assert!(!r4.cells[0].sliding_ok);
     }
 
+    /// The same rectangle with census-size values (× 10^11): attacker LPs are solved in scaled
+    /// units (HiGHS gave up with status `Unknown` on such values), the intervals come back in
+    /// the table's units.
+    #[test]
+    fn huge_values_give_the_same_intervals() {
+        let m = 1e11;
+        let mut t = grid(&[vec![10.0 * m, 5.0 * m], vec![2.0 * m, 20.0 * m]], None);
+        let a = primary(&mut t, &[1, 1], 3.0 * m);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let lp_only = AuditOptions { exact_intervals: true, lp_only: true };
+        let r = audit(&t, &st, false, &lp_only).unwrap();
+        let c = &r.cells[0];
+        assert!(c.lo.abs() < 1e-7 * m && (c.hi - 12.0 * m).abs() < 1e-7 * m, "{c:?}");
+        assert_eq!(r.under_protected, vec![a]);
+    }
+
     /// Only the primary and its row partner suppressed: the column relation pins it exactly.
     #[test]
     fn pinned_by_a_published_relation() {
