@@ -27,13 +27,7 @@ pub fn setup(dir: &Path) -> PathBuf {
 fn job(data: &Path, out: &str, extra: &str) -> String {
     format!(
         r#"
-[input]
-microdata = "{data}"
-sql = ["prep.sql"]
-[[hierarchy]]
-variable = "dept"
-levels = [2, 2]
-[[table]]
+{head}[[table]]
 name = "t"
 explanatory = ["dept", "sex"]
 response = "salary"
@@ -44,7 +38,7 @@ secondary = {{ method = "fast", seed = 3, time_limit_s = 120 }}
 [output]
 dir = "{out}"
 "#,
-        data = data.display()
+        head = dept_job_head(data)
     )
 }
 

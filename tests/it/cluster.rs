@@ -141,13 +141,7 @@ fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> (i32, String) {
 fn job(data: &Path) -> String {
     format!(
         r#"
-[input]
-microdata = "{data}"
-sql = ["prep.sql"]
-[[hierarchy]]
-variable = "dept"
-levels = [2, 2]
-[[table]]
+{head}[[table]]
 name = "salary"
 explanatory = ["dept", "sex"]
 response = "salary"
@@ -166,7 +160,7 @@ dir = "out"
 [engine]
 target_partitions = 4
 "#,
-        data = data.display()
+        head = dept_job_head(data)
     )
 }
 

@@ -131,3 +131,12 @@ pub fn run(args: &[&str], cwd: &Path) -> (i32, String, String) {
         String::from_utf8_lossy(&o.stderr).into(),
     )
 }
+
+/// The `[input]` and `dept` hierarchy sections shared by the `dept × sex` test jobs (data from
+/// [`sdcflow::generate`], `prep.sql` deriving `dept` from `geo`).
+pub fn dept_job_head(data: &std::path::Path) -> String {
+    format!(
+        "[input]\nmicrodata = \"{}\"\nsql = [\"prep.sql\"]\n[[hierarchy]]\nvariable = \"dept\"\nlevels = [2, 2]\n",
+        data.display()
+    )
+}

@@ -9,13 +9,7 @@ fn job(data: &std::path::Path, out: &str, method: &str, linked: bool) -> String 
     let link = if linked { "[[linked]]\ntables = [\"a\", \"b\"]\n" } else { "" };
     format!(
         r#"
-[input]
-microdata = "{data}"
-sql = ["prep.sql"]
-[[hierarchy]]
-variable = "dept"
-levels = [2, 2]
-[[table]]
+{head}[[table]]
 name = "a"
 explanatory = ["dept", "sex"]
 response = "salary"
@@ -34,7 +28,7 @@ secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
 [output]
 dir = "{out}"
 "#,
-        data = data.display()
+        head = dept_job_head(data)
     )
 }
 

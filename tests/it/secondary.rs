@@ -8,13 +8,7 @@ use crate::common::*;
 fn job(data: &std::path::Path, method: &str) -> String {
     format!(
         r#"
-[input]
-microdata = "{data}"
-sql = ["prep.sql"]
-[[hierarchy]]
-variable = "dept"
-levels = [2, 2]
-[[table]]
+{head}[[table]]
 name = "t"
 explanatory = ["dept", "sex"]
 response = "salary"
@@ -24,7 +18,7 @@ secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
 [output]
 dir = "out_{method}"
 "#,
-        data = data.display()
+        head = dept_job_head(data)
     )
 }
 
