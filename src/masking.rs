@@ -147,7 +147,7 @@ pub async fn run_microaggregation_on(
     let stage = progress.stage(&format!("{}: microaggregation (k = {})", m.name, m.k), 1);
     let strata = strata_ids(&batch, &source, m)?;
     let (masked, mut report) = if nominal_kind {
-        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0))?
+        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0), engine).await?
     } else {
         let (data, params) = numeric_input(&batch, &source, m, strata.as_ref().map(|s| s.0.clone()))?;
         let failed = |e: microagg::MicroaggError| Error::data(&source, format!("microaggregation `{}`: {e}", m.name));
@@ -296,11 +296,63 @@ fn numeric_output(
     (cols, report)
 }
 
-fn nominal_mask(
+/// One stratum of a nominal microaggregation: a self-contained problem that runs in this
+/// process or on a cluster executor (`sdc_anonymise_nominal`), with the same result anywhere.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NominalStratumTask {
+    /// Attributes per record.
+    pub cols: usize,
+    /// Category codes, row-major (`cols` per record).
+    pub codes: Vec<u32>,
+    /// Anonymity parameter.
+    pub k: usize,
+    /// Control tables: `None` = all tables up to `up_to` attributes, else explicit attribute sets.
+    pub control: Option<Vec<Vec<usize>>>,
+    /// Dimension of the default control tables.
+    pub up_to: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Representative method name (`two-step`, `cluster-mode`, `random-member`).
+    pub method: String,
+}
+
+/// What [`anonymise_stratum`] returns: released codes (row-major) and the quality report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NominalStratumOutcome {
+    /// Released category codes, same shape as the task's.
+    pub released: Vec<u32>,
+    /// [`nominal::NominalReport`] as JSON (for `report.json`).
+    pub report: serde_json::Value,
+}
+
+/// Anonymises one nominal stratum (pure: depends only on the task).
+pub fn anonymise_stratum(task: &NominalStratumTask) -> std::result::Result<NominalStratumOutcome, String> {
+    if task.cols == 0 || !task.codes.len().is_multiple_of(task.cols) {
+        return Err(format!("{} codes do not make rows of {} attributes", task.codes.len(), task.cols));
+    }
+    let rows: Vec<Vec<u32>> = task.codes.chunks(task.cols).map(<[u32]>::to_vec).collect();
+    let data = NominalData::from_rows(&rows).map_err(|e| e.to_string())?;
+    let mut options = nominal::NominalOptions::default();
+    options.representatives = match task.method.as_str() {
+        "cluster-mode" => RepresentativeMethod::ClusterMode,
+        "random-member" => RepresentativeMethod::RandomMember,
+        _ => options.representatives,
+    };
+    let control = match &task.control {
+        Some(sets) => ControlTables::Explicit(sets.clone()),
+        None => ControlTables::UpToDimension(task.up_to),
+    };
+    let params = NominalParams { k: task.k, control, seed: task.seed, options };
+    let res = nominal::anonymise(&data, &params).map_err(|e| e.to_string())?;
+    Ok(NominalStratumOutcome { released: res.released.codes().to_vec(), report: nominal_report_json(&res.report) })
+}
+
+async fn nominal_mask(
     batch: &RecordBatch,
     source: &str,
     m: &MicroaggregationSpec,
     strata: Option<&Vec<u64>>,
+    engine: Option<StrataEngine<'_>>,
 ) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
     let n = batch.num_rows();
     let mut dicts: Vec<Vec<String>> = Vec::new();
@@ -323,21 +375,11 @@ fn nominal_mask(
         }
         dicts.push(values);
     }
-    let control = match (&m.control_tables, m.control) {
-        (Some(t), _) => ControlTables::Explicit(
-            t.iter()
-                .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
-                .collect(),
-        ),
-        (None, d) => ControlTables::UpToDimension(d.unwrap_or(2).min(m.variables.len())),
-    };
-    let mut options = nominal::NominalOptions::default();
-    options.representatives = match m.method.as_deref().unwrap_or("two-step") {
-        "cluster-mode" => RepresentativeMethod::ClusterMode,
-        "random-member" => RepresentativeMethod::RandomMember,
-        _ => options.representatives,
-    };
-    let params = NominalParams { k: m.k, control, seed: m.seed.unwrap_or(1), options };
+    let control = m.control_tables.as_ref().map(|t| {
+        t.iter()
+            .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
+            .collect()
+    });
     // Strata are protected independently (they are natural blocks for the clustering).
     let groups: Vec<Vec<usize>> = match strata {
         None => vec![(0..n).collect()],
@@ -349,18 +391,42 @@ fn nominal_mask(
             g
         }
     };
+    let tasks: Vec<NominalStratumTask> = groups
+        .iter()
+        .map(|rows| NominalStratumTask {
+            cols: m.variables.len(),
+            codes: rows.iter().flat_map(|&r| codes[r].iter().copied()).collect(),
+            k: m.k,
+            control: control.clone(),
+            up_to: m.control.unwrap_or(2).min(m.variables.len()),
+            seed: m.seed.unwrap_or(1),
+            method: m.method.clone().unwrap_or_else(|| "two-step".into()),
+        })
+        .collect();
+    let failed = |e: String| Error::data(source, format!("microaggregation `{}`: {e}", m.name));
+    let (outcomes, per_worker) = match engine {
+        Some((ctx, scratch, files)) => {
+            let (o, w) = crate::dist::ship::anonymise_nominal_strata(ctx, scratch, &m.name, &tasks, files).await?;
+            (o.into_iter().map(|r| r.map_err(failed)).collect::<Result<Vec<_>>>()?, w)
+        }
+        None => (
+            tasks.iter().map(|t| anonymise_stratum(t).map_err(failed)).collect::<Result<Vec<_>>>()?,
+            Default::default(),
+        ),
+    };
     let mut released: Vec<Vec<u32>> = codes.clone();
     let mut reports = Vec::new();
-    for rows in &groups {
-        let sub: Vec<Vec<u32>> = rows.iter().map(|&r| codes[r].clone()).collect();
-        let data = NominalData::from_rows(&sub)
-            .map_err(|e| Error::data(source, format!("microaggregation `{}`: {e}", m.name)))?;
-        let res = nominal::anonymise(&data, &params)
-            .map_err(|e| Error::data(source, format!("microaggregation `{}`: {e}", m.name)))?;
-        for (i, &r) in rows.iter().enumerate() {
-            released[r] = res.released.row(i).to_vec();
+    for (rows, o) in groups.iter().zip(outcomes) {
+        if o.released.len() != rows.len() * m.variables.len() {
+            return Err(Error::Internal(format!(
+                "microaggregation `{}`: a stratum came back with the wrong shape",
+                m.name
+            )));
         }
-        reports.push(nominal_report_json(&res.report));
+        for (i, &r) in rows.iter().enumerate() {
+            released[r] = o.released[i * m.variables.len()..(i + 1) * m.variables.len()].to_vec();
+        }
+        reports.push(o.report);
     }
     let mut cols = HashMap::new();
     for (j, v) in m.variables.iter().enumerate() {
@@ -370,12 +436,15 @@ fn nominal_mask(
         let arr = if original == DataType::Utf8 { arr } else { arrow::compute::cast(&arr, &original)? };
         cols.insert(v.clone(), arr);
     }
-    let report = json!({
+    let mut report = json!({
         "kind": "nominal",
         "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
         "k": m.k,
         "reports": reports,
     });
+    if !per_worker.is_empty() {
+        report["strata_per_worker"] = json!(per_worker);
+    }
     Ok((cols, report))
 }
 

@@ -66,6 +66,10 @@ pub struct TableReport {
     /// client process in local mode). Not deterministic: depends on the cluster's scheduling.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub subtables_per_worker: BTreeMap<String, usize>,
+    /// Where the secondary method (or the modular completion) and the final audit ran: a
+    /// cluster executor, or the client process in local mode. Not deterministic.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub protected_on: String,
     /// Seconds per stage (not deterministic).
     pub timings_s: BTreeMap<String, f64>,
 }

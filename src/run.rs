@@ -191,7 +191,8 @@ async fn run_job_with(
         if let Some(group) = linked {
             pending.insert(t.name.clone(), (assessed, apriori, timings));
             if group.iter().all(|n| pending.contains_key(n)) {
-                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress)?;
+                let engine = (&ctx, solve_scratch, job.target_partitions);
+                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress, engine).await?;
             }
             continue;
         }
@@ -259,40 +260,49 @@ fn write_table(
     Ok(())
 }
 
-/// Protects a complete `[[linked]]` group jointly and writes its tables (in job order).
-fn protect_linked_group(
+/// Protects a complete `[[linked]]` group jointly (the joint solve and audit run where the
+/// engine runs queries: an executor on a cluster) and writes its tables (in job order).
+async fn protect_linked_group(
     job: &Job,
     group: &[String],
     pending: &mut HashMap<String, PendingTable>,
     staging: &Path,
     report: &mut Report,
     progress: &Progress,
+    (ctx, scratch, files): (&datafusion::prelude::SessionContext, &Arc<crate::dist::ship::Scratch>, usize),
 ) -> Result<()> {
     let jobs: Vec<&TableJob> = job.tables.iter().filter(|t| group.contains(&t.name)).collect();
-    let mut entries: Vec<(&TableJob, AssessedTable, Option<crate::secondary::AprioriFile>, Timings)> = jobs
-        .iter()
-        .map(|t| {
-            let (a, f, tm) = pending.remove(&t.name).expect("every table of the group is pending");
-            (*t, a, f, tm)
-        })
-        .collect();
+    let mut timings = Vec::with_capacity(jobs.len());
+    let mut owned = Vec::with_capacity(jobs.len());
+    for t in &jobs {
+        let (a, f, tm) = pending.remove(&t.name).expect("every table of the group is pending");
+        timings.push(tm);
+        owned.push((t.name.clone(), a, f));
+    }
     let first = jobs[0];
     let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
     let start = Instant::now();
-    let protections = {
+    let solver = crate::dist::ship::SqlSubtableSolver::new(
+        ctx.clone(),
+        scratch.clone(),
+        tokio::runtime::Handle::current(),
+        &group.join("+"),
+        files,
+    );
+    let (method, seed, limit, singleton) =
+        (first.secondary.clone(), first.seed, first.time_limit_s, first.singleton_rule);
+    // The solver blocks on engine queries: run it off the runtime's worker threads.
+    let (owned, protections) = tokio::task::spawn_blocking(move || {
         let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =
-            entries.iter_mut().map(|(t, a, f, _)| (t.name.as_str(), a, f.as_ref())).collect();
-        crate::secondary::protect_linked(
-            &mut refs,
-            &first.secondary,
-            first.seed,
-            first.time_limit_s,
-            first.singleton_rule,
-        )?
-    };
+            owned.iter_mut().map(|(n, a, f)| (n.as_str(), a, f.as_ref())).collect();
+        let ps = crate::secondary::protect_linked(&mut refs, &method, seed, limit, singleton, &solver);
+        ps.map(|ps| (owned, ps))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("linked secondary suppression task: {e}")))??;
     let secs = start.elapsed().as_secs_f64();
     stage.finish();
-    for ((t, a, _, mut tm), p) in entries.into_iter().zip(&protections) {
+    for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
         tm.insert("secondary".to_string(), secs);
         write_table(staging, t, &a, Some(p), tm, report)?;
         if let Some(r) = report.tables.last_mut() {
@@ -347,6 +357,7 @@ fn table_report(
                 m
             })
             .unwrap_or_default(),
+        protected_on: p.map(|p| p.worker.clone()).unwrap_or_default(),
         timings_s: timings,
     }
 }

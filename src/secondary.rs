@@ -145,8 +145,8 @@ pub fn protect_with(
     Ok(p)
 }
 
-/// Protects linked tables jointly ([`suppress::protect_linked`]): one status per common cell,
-/// one joint audit. `tables` are `(name, assessed table, a-priori file)`; statuses are updated
+/// Protects linked tables jointly ([`suppress::protect_linked_with`], the joint solve and
+/// audit run by `solver`): one status per common cell, one joint audit. `tables` are `(name, assessed table, a-priori file)`; statuses are updated
 /// in place only when the joint audit is clean.
 pub fn protect_linked(
     tables: &mut [(&str, &mut AssessedTable, Option<&AprioriFile>)],
@@ -154,12 +154,13 @@ pub fn protect_linked(
     seed: u64,
     time_limit_s: f64,
     singleton_rule: bool,
+    solver: &dyn suppress::SubtableSolver,
 ) -> Result<Vec<Protection>> {
     let names: Vec<&str> = tables.iter().map(|t| t.0).collect();
     let group = names.join(", ");
     let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
-    let ps = suppress::protect_linked(&models, &opts).map_err(|e| protection_error(&group, e))?;
+    let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e))?;
     for p in &ps {
         check_clean(&group, p)?;
     }

@@ -1,7 +1,8 @@
-//! Client side of solver partitions: write a level's subtable problems as Parquet rows to a
-//! scratch location every executor can read, run `SELECT partition_id,
-//! sdc_solve_subtable(payload)` through the job's `SessionContext`, and merge the results in
-//! partition-id order.
+//! Client side of solver partitions: write a level's subtable problems (or a whole-table
+//! protection, or microaggregation strata) as Parquet rows to a scratch location every executor
+//! can read, run `SELECT partition_id, sdc_solve_subtable(payload)` (`sdc_protect_table`,
+//! `sdc_microaggregate_stratum`) through the job's `SessionContext`, and merge the results in
+//! partition-id order. The client itself runs no solver.
 //!
 //! The same code runs in every engine mode — local DataFusion executes the query in-process,
 //! Ballista ships it to executors — so local and cluster outputs are byte-identical by
@@ -20,13 +21,16 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio::runtime::Handle;
 
-use super::udf::{MICROAGGREGATE_STRATUM, SOLVE_SUBTABLE};
+use super::udf::{ANONYMISE_NOMINAL, MICROAGGREGATE_STRATUM, PROTECT_TABLE, SOLVE_SUBTABLE};
 use super::wire;
 use crate::error::{Error, Result};
 use crate::job::EngineMode;
+use crate::masking::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
 use crate::run::AssessedTable;
-use crate::suppress::{Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError};
+use crate::suppress::{
+    Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError, TableOutcome, TableTask,
+};
 
 /// Where solver partitions are written: a place the client writes and every executor reads.
 ///
@@ -173,6 +177,7 @@ pub struct SqlSubtableSolver {
     table: String,
     files: usize,
     levels: AtomicUsize,
+    tables: AtomicUsize,
 }
 
 impl SqlSubtableSolver {
@@ -180,8 +185,8 @@ impl SqlSubtableSolver {
     /// job's target partitions: about executors × concurrent tasks). `handle` runs the queries;
     /// call [`SubtableSolver::solve_level`] from a blocking thread (not a runtime worker).
     pub fn new(ctx: SessionContext, scratch: Arc<Scratch>, handle: Handle, table: &str, files: usize) -> Self {
-        let table = table.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-        Self { ctx, scratch, handle, table, files, levels: AtomicUsize::new(0) }
+        let table = safe_name(table);
+        Self { ctx, scratch, handle, table, files, levels: AtomicUsize::new(0), tables: AtomicUsize::new(0) }
     }
 
     async fn solve(&self, tasks: &[SubtableTask]) -> Result<Vec<Result<SubtableOutcome, (String, String)>>> {
@@ -192,6 +197,16 @@ impl SqlSubtableSolver {
             .await
             .map_err(|e| Error::Engine(format!("solving the subtables of table `{}`: {e}", self.table)))?;
         results.iter().map(|r| wire::decode_outcome(r).map_err(Error::Internal)).collect()
+    }
+
+    async fn protect(&self, task: &TableTask) -> Result<std::result::Result<TableOutcome, SuppressError>> {
+        let n = self.tables.fetch_add(1, Ordering::Relaxed);
+        let name = format!("__sdc_{}_protect_{n}", self.table);
+        let payload = wire::encode_table_task(task);
+        let results = run_partitions(&self.ctx, &self.scratch, &name, PROTECT_TABLE, vec![payload], 1)
+            .await
+            .map_err(|e| Error::Engine(format!("protecting table `{}`: {e}", self.table)))?;
+        wire::decode_table_outcome(&results[0]).map_err(Error::Internal)
     }
 }
 
@@ -264,11 +279,16 @@ pub async fn solve_strata(
         .iter()
         .map(|t| wire::encode_stratum(t).map_err(|e| Error::Internal(format!("microaggregation `{name}`: {e}"))))
         .collect::<Result<Vec<_>>>()?;
-    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    let results =
-        run_partitions(ctx, scratch, &format!("__sdc_{safe}_strata"), MICROAGGREGATE_STRATUM, payloads, files)
-            .await
-            .map_err(|e| Error::Engine(format!("microaggregation `{name}`: solving the strata: {e}")))?;
+    let results = run_partitions(
+        ctx,
+        scratch,
+        &format!("__sdc_{}_strata", safe_name(name)),
+        MICROAGGREGATE_STRATUM,
+        payloads,
+        files,
+    )
+    .await
+    .map_err(|e| Error::Engine(format!("microaggregation `{name}`: solving the strata: {e}")))?;
     let mut per_worker = BTreeMap::new();
     let mut out = Vec::with_capacity(results.len());
     for r in &results {
@@ -277,6 +297,36 @@ pub async fn solve_strata(
         out.push(o);
     }
     Ok((out, per_worker))
+}
+
+/// Anonymises the strata of a nominal microaggregation through `ctx` (one stratum per
+/// partition row); returns the outcomes (or each stratum's error) in task order and the number
+/// of strata each worker solved.
+pub async fn anonymise_nominal_strata(
+    ctx: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    tasks: &[NominalStratumTask],
+    files: usize,
+) -> Result<(Vec<std::result::Result<NominalStratumOutcome, String>>, BTreeMap<String, usize>)> {
+    let payloads = tasks.iter().map(wire::encode_nominal).collect();
+    let results =
+        run_partitions(ctx, scratch, &format!("__sdc_{}_nominal", safe_name(name)), ANONYMISE_NOMINAL, payloads, files)
+            .await
+            .map_err(|e| Error::Engine(format!("microaggregation `{name}`: anonymising the strata: {e}")))?;
+    let mut per_worker = BTreeMap::new();
+    let mut out = Vec::with_capacity(results.len());
+    for r in &results {
+        let (o, worker) = wire::decode_nominal_outcome(r).map_err(Error::Internal)?;
+        *per_worker.entry(worker).or_default() += 1;
+        out.push(o);
+    }
+    Ok((out, per_worker))
+}
+
+/// `name` with every character SQL identifiers and file names dislike replaced by `_`.
+fn safe_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
 
 impl SubtableSolver for SqlSubtableSolver {
@@ -295,6 +345,10 @@ impl SubtableSolver for SqlSubtableSolver {
                 })
             })
             .collect()
+    }
+
+    fn protect_table(&self, task: TableTask) -> std::result::Result<TableOutcome, SuppressError> {
+        self.handle.block_on(self.protect(&task)).map_err(|e| SuppressError::Distributed(e.to_string()))?
     }
 }
 
@@ -359,6 +413,29 @@ mod tests {
         let b = protect(&t, &opts).unwrap();
         assert_eq!(a.statuses, b.statuses);
         assert!(a.subtables.len() > 3 && a.subtables.iter().all(|s| s.worker.starts_with("in-process")));
+        assert!(a.worker.starts_with("in-process"), "the completion ran through SQL: {:?}", a.worker);
+        assert!(b.worker.is_empty());
+        // Whole-table methods and linked groups are one table task each.
+        for method in [Method::Fast, Method::Optimal] {
+            let opts = ProtectOptions { method, time_limit_s: 60.0, ..Default::default() };
+            let a = protect_with(&t, &opts, &solver).unwrap();
+            let b = protect(&t, &opts).unwrap();
+            assert_eq!((a.statuses, a.lower_bound), (b.statuses, b.lower_bound));
+            assert!(a.worker.starts_with("in-process"));
+        }
+        let opts = ProtectOptions { method: Method::Fast, time_limit_s: 60.0, ..Default::default() };
+        let a = crate::suppress::protect_linked_with(&[t.clone(), t.clone()], &opts, &solver).unwrap();
+        let b = crate::suppress::protect_linked(&[t.clone(), t.clone()], &opts).unwrap();
+        assert_eq!(
+            a.iter().map(|p| &p.statuses).collect::<Vec<_>>(),
+            b.iter().map(|p| &p.statuses).collect::<Vec<_>>()
+        );
+        // A table the solver cannot protect fails the same way through SQL.
+        let mut bad = t.clone();
+        bad.set_status(0, crate::table::CellStatus::Primary);
+        bad.set_protection(0, 1e12, 1e12, 0.0);
+        let e = protect_with(&bad, &opts, &solver).unwrap_err();
+        assert_eq!(e, protect(&bad, &opts).unwrap_err());
 
         let mut r = crate::rng::Rng::new(5);
         let data = crate::microagg::NumericData {
@@ -375,5 +452,25 @@ mod tests {
         let shipped = crate::microagg::finish_strata(&data, &params, plan, outcomes).unwrap();
         let direct = crate::microagg::microaggregate(&data, &params).unwrap();
         assert_eq!((shipped.masked, shipped.group), (direct.masked, direct.group));
+
+        // Nominal strata: same releases through SQL; a bad stratum reports its own error.
+        let mut nominal = |seed: u64, cols: usize| crate::masking::NominalStratumTask {
+            cols,
+            codes: (0..40 * 3).map(|_| r.index(3) as u32).collect(),
+            k: 3,
+            control: None,
+            up_to: 2,
+            seed,
+            method: "two-step".into(),
+        };
+        let mut tasks = vec![nominal(1, 3), nominal(2, 3)];
+        tasks.push(crate::masking::NominalStratumTask { k: 1000, ..nominal(3, 3) });
+        let (outcomes, per_worker) = rt.block_on(anonymise_nominal_strata(&ctx, &scratch, "n m", &tasks, 2)).unwrap();
+        assert_eq!(per_worker.values().sum::<usize>(), 3);
+        for (t, o) in tasks.iter().zip(&outcomes) {
+            let direct = crate::masking::anonymise_stratum(t);
+            assert_eq!(o.as_ref().map(|o| &o.released), direct.as_ref().map(|o| &o.released));
+        }
+        assert!(outcomes[0].is_ok() && outcomes[2].is_err(), "{outcomes:?}");
     }
 }

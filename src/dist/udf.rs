@@ -2,8 +2,9 @@
 //! that solve solver partitions wherever the plan runs — in the client process (local mode), in
 //! the in-process executor (standalone) or on cluster executors.
 //!
-//! Each input row is one problem ([`super::wire`]): a modular subtable or a microaggregation
-//! stratum; the output row is its solution plus the identity of the process that solved it. Rows of a batch are solved in parallel (rayon;
+//! Each input row is one problem ([`super::wire`]): a modular subtable, a whole-table
+//! protection (method or modular completion, with its final audit), a numeric or a nominal
+//! microaggregation stratum; the output row is its solution plus the identity of the process that solved it. Rows of a batch are solved in parallel (rayon;
 //! HiGHS itself runs single-threaded). Solver errors are returned in the row, not raised, so a
 //! deterministic failure is reported once instead of being retried by Ballista as a task
 //! failure; only a broken payload (a bug or a version mismatch) fails the task.
@@ -18,12 +19,16 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, Sca
 use rayon::prelude::*;
 
 use super::wire;
-use crate::suppress::solve_task;
+use crate::suppress::{solve_table_task, solve_task};
 
 /// SQL name of the subtable solver function.
 pub const SOLVE_SUBTABLE: &str = "sdc_solve_subtable";
 /// SQL name of the stratum microaggregation function.
 pub const MICROAGGREGATE_STRATUM: &str = "sdc_microaggregate_stratum";
+/// SQL name of the nominal microaggregation function (one stratum per row).
+pub const ANONYMISE_NOMINAL: &str = "sdc_anonymise_nominal";
+/// SQL name of the whole-table protection function (method or modular completion + audit).
+pub const PROTECT_TABLE: &str = "sdc_protect_table";
 
 static WORKER: OnceLock<String> = OnceLock::new();
 static TEST_DELAY_MS: AtomicU64 = AtomicU64::new(0);
@@ -52,6 +57,10 @@ pub enum PartitionKind {
     Subtable,
     /// A microaggregation stratum (`sdc_microaggregate_stratum`).
     Stratum,
+    /// A whole-table protection with its final audit (`sdc_protect_table`).
+    Table,
+    /// A nominal microaggregation stratum (`sdc_anonymise_nominal`).
+    Nominal,
 }
 
 /// A solver-partition scalar function (`Utf8` payload → `Utf8` result).
@@ -71,7 +80,9 @@ impl PartitionUdf {
 
     /// Every partition function, for registration.
     pub fn all() -> Vec<Arc<ScalarUDF>> {
-        vec![Self::udf(PartitionKind::Subtable), Self::udf(PartitionKind::Stratum)]
+        [PartitionKind::Subtable, PartitionKind::Stratum, PartitionKind::Table, PartitionKind::Nominal]
+            .map(Self::udf)
+            .to_vec()
     }
 }
 
@@ -116,11 +127,65 @@ fn solve_row(payload: &str) -> std::result::Result<String, String> {
     Ok(wire::encode_outcome(&r, &worker))
 }
 
+/// Anonymises one nominal stratum payload.
+fn nominal_row(payload: &str) -> std::result::Result<String, String> {
+    let task = wire::decode_nominal(payload)?;
+    let worker = worker_identity();
+    let in_executor = WORKER.get().is_some();
+    if in_executor {
+        eprintln!("sdcflow {worker}: anonymising a nominal stratum of {} records", task.codes.len() / task.cols.max(1));
+    }
+    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
+    if delay > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+    }
+    let r = crate::masking::anonymise_stratum(&task);
+    if in_executor {
+        eprintln!("sdcflow {worker}: nominal stratum {}", if r.is_ok() { "done" } else { "failed" });
+    }
+    Ok(wire::encode_nominal_outcome(&r, &worker))
+}
+
+/// Protects one whole-table payload; the result row (solver errors are encoded).
+fn table_row(payload: &str) -> std::result::Result<String, String> {
+    let task = wire::decode_table_task(payload)?;
+    let worker = worker_identity();
+    let in_executor = WORKER.get().is_some();
+    let cells: usize = task.tables.iter().map(|t| t.cells().len()).sum();
+    if in_executor {
+        eprintln!(
+            "sdcflow {worker}: protecting {} table(s) of {cells} cells ({:?}{})",
+            task.tables.len(),
+            task.opts.method,
+            if task.merged.is_some() { ", completing the merged subtables" } else { "" }
+        );
+    }
+    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
+    if delay > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+    }
+    let t0 = std::time::Instant::now();
+    let r = solve_table_task(&task);
+    if in_executor {
+        match &r {
+            Ok(o) => eprintln!(
+                "sdcflow {worker}: table protected and audited in {:.3} s ({} sensitive cells)",
+                t0.elapsed().as_secs_f64(),
+                o.audit.sensitive
+            ),
+            Err(e) => eprintln!("sdcflow {worker}: table protection failed: {e}"),
+        }
+    }
+    Ok(wire::encode_table_outcome(&r, &worker))
+}
+
 impl ScalarUDFImpl for PartitionUdf {
     fn name(&self) -> &str {
         match self.kind {
             PartitionKind::Subtable => SOLVE_SUBTABLE,
             PartitionKind::Stratum => MICROAGGREGATE_STRATUM,
+            PartitionKind::Table => PROTECT_TABLE,
+            PartitionKind::Nominal => ANONYMISE_NOMINAL,
         }
     }
     fn signature(&self) -> &Signature {
@@ -138,6 +203,8 @@ impl ScalarUDFImpl for PartitionUdf {
         let row = match self.kind {
             PartitionKind::Subtable => solve_row,
             PartitionKind::Stratum => stratum_row,
+            PartitionKind::Table => table_row,
+            PartitionKind::Nominal => nominal_row,
         };
         let rows: Vec<std::result::Result<String, String>> =
             (0..input.len()).into_par_iter().map(|i| row(input.value(i))).collect();

@@ -9,8 +9,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::masking::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
-use crate::suppress::{ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask};
+use crate::suppress::{
+    AuditSummary, Method, ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask, SuppressError, TableOutcome,
+    TableTask,
+};
 use crate::table::{Cell, CellStatus, Dimension, Table};
 
 /// sdcflow version stamped into every payload.
@@ -26,13 +30,59 @@ struct WireCell {
     floats: [u64; 7],
 }
 
+/// A table model: code trees, cells and attacker bounds.
 #[derive(Serialize, Deserialize)]
-struct WireTask {
-    version: String,
+struct WireTable {
     dims: Vec<Dimension>,
     cells: Vec<WireCell>,
     lower: Vec<u64>,
     upper: Vec<u64>,
+}
+
+impl WireTable {
+    fn of(t: &Table) -> Self {
+        let cells = t
+            .cells()
+            .iter()
+            .map(|c| WireCell {
+                coord: c.coord.clone(),
+                freq: c.freq,
+                status: c.status,
+                floats: [c.value, c.top1, c.top2, c.lpl, c.upl, c.spl, c.cost].map(bits),
+            })
+            .collect();
+        WireTable {
+            dims: t.dims().to_vec(),
+            cells,
+            lower: t.lower_bounds().iter().copied().map(bits).collect(),
+            upper: t.upper_bounds().iter().copied().map(bits).collect(),
+        }
+    }
+
+    fn table(self) -> Result<Table, String> {
+        let cells = self
+            .cells
+            .into_iter()
+            .map(|c| {
+                let [value, top1, top2, lpl, upl, spl, cost] = c.floats.map(float);
+                Cell { coord: c.coord, value, freq: c.freq, top1, top2, status: c.status, lpl, upl, spl, cost }
+            })
+            .collect();
+        let mut t = Table::new(self.dims, cells).map_err(|e| e.to_string())?;
+        if self.lower.len() != t.cells().len() || self.upper.len() != t.cells().len() {
+            return Err("bounds do not match the cells".into());
+        }
+        for (k, (lo, hi)) in self.lower.iter().zip(&self.upper).enumerate() {
+            t.set_bounds(k, float(*lo), float(*hi)).map_err(|e| e.to_string())?;
+        }
+        Ok(t)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireTask {
+    version: String,
+    table: WireTable,
     relaxable: Vec<usize>,
     fallback: Vec<bool>,
     opts: ProtectOptions,
@@ -61,23 +111,9 @@ fn float(b: u64) -> f64 {
 
 /// Serialises a subtable task (bit-exact floats).
 pub fn encode_task(t: &SubtableTask) -> String {
-    let cells = t
-        .local
-        .cells()
-        .iter()
-        .map(|c| WireCell {
-            coord: c.coord.clone(),
-            freq: c.freq,
-            status: c.status,
-            floats: [c.value, c.top1, c.top2, c.lpl, c.upl, c.spl, c.cost].map(bits),
-        })
-        .collect();
     let w = WireTask {
         version: VERSION.into(),
-        dims: t.local.dims().to_vec(),
-        cells,
-        lower: t.local.lower_bounds().iter().copied().map(bits).collect(),
-        upper: t.local.upper_bounds().iter().copied().map(bits).collect(),
+        table: WireTable::of(&t.local),
         relaxable: t.relaxable.clone(),
         fallback: t.fallback.clone(),
         opts: t.opts.clone(),
@@ -86,27 +122,18 @@ pub fn encode_task(t: &SubtableTask) -> String {
     serde_json::to_string(&w).expect("a subtable task always serialises")
 }
 
+fn check_version(version: &str) -> Result<(), String> {
+    if version != VERSION {
+        return Err(format!("payload from sdcflow {version} but this executor runs sdcflow {VERSION}"));
+    }
+    Ok(())
+}
+
 /// Parses a payload written by [`encode_task`] and rebuilds the local table.
 pub fn decode_task(s: &str) -> Result<SubtableTask, String> {
     let w: WireTask = serde_json::from_str(s).map_err(|e| format!("malformed subtable payload: {e}"))?;
-    if w.version != VERSION {
-        return Err(format!("payload from sdcflow {} but this executor runs sdcflow {VERSION}", w.version));
-    }
-    let cells = w
-        .cells
-        .into_iter()
-        .map(|c| {
-            let [value, top1, top2, lpl, upl, spl, cost] = c.floats.map(float);
-            Cell { coord: c.coord, value, freq: c.freq, top1, top2, status: c.status, lpl, upl, spl, cost }
-        })
-        .collect();
-    let mut local = Table::new(w.dims, cells).map_err(|e| format!("subtable payload: {e}"))?;
-    if w.lower.len() != local.cells().len() || w.upper.len() != local.cells().len() {
-        return Err("subtable payload: bounds do not match the cells".into());
-    }
-    for (k, (lo, hi)) in w.lower.iter().zip(&w.upper).enumerate() {
-        local.set_bounds(k, float(*lo), float(*hi)).map_err(|e| format!("subtable payload: {e}"))?;
-    }
+    check_version(&w.version)?;
+    let local = w.table.table().map_err(|e| format!("subtable payload: {e}"))?;
     let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
     Ok(SubtableTask { local, relaxable: w.relaxable, fallback: w.fallback, opts })
 }
@@ -117,7 +144,7 @@ pub fn encode_outcome(r: &Result<SubtableOutcome, String>, worker: &str) -> Stri
         Ok(o) => WireOutcome {
             version: VERSION.into(),
             worker: worker.into(),
-            pattern: Some(o.pattern.iter().map(|&b| if b { '1' } else { '0' }).collect()),
+            pattern: Some(pattern_string(&o.pattern)),
             status: Some(o.status),
             seconds_bits: bits(o.seconds),
             error: None,
@@ -143,14 +170,7 @@ pub fn decode_outcome(s: &str) -> Result<Result<SubtableOutcome, (String, String
     let (Some(p), Some(status)) = (w.pattern, w.status) else {
         return Err("subtable result without a pattern".into());
     };
-    let pattern = p
-        .chars()
-        .map(|c| match c {
-            '1' => Ok(true),
-            '0' => Ok(false),
-            _ => Err(format!("subtable result: bad pattern character {c:?}")),
-        })
-        .collect::<Result<Vec<bool>, String>>()?;
+    let pattern = parse_pattern(&p).map_err(|e| format!("subtable result: {e}"))?;
     Ok(Ok(SubtableOutcome { pattern, status, seconds: float(w.seconds_bits), worker: w.worker }))
 }
 
@@ -256,6 +276,183 @@ pub fn decode_stratum_outcome(s: &str) -> Result<(StratumOutcome, String), Strin
     Ok((o, w.worker))
 }
 
+#[derive(Serialize, Deserialize)]
+struct WireTableTask {
+    version: String,
+    tables: Vec<WireTable>,
+    opts: ProtectOptions,
+    time_limit_bits: u64,
+    /// `'1'` = suppressed, per cell of the single table.
+    merged: Option<String>,
+}
+
+/// Output statuses of one table as status letters.
+#[derive(Serialize, Deserialize)]
+struct WireStatuses(#[serde(with = "crate::table::status_letter::vec")] Vec<CellStatus>);
+
+/// A whole-table solver error, kept structured so the client reports it as if solved locally.
+#[derive(Serialize, Deserialize)]
+enum WireError {
+    Infeasible { cell: usize, coord: Vec<u32>, why: String },
+    Unprotected { method: Method, count: usize, first: usize },
+    Input(String),
+    Other(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireTableOutcome {
+    version: String,
+    worker: String,
+    statuses: Vec<WireStatuses>,
+    lower_bound_bits: Option<u64>,
+    audit: Option<AuditSummary>,
+    error: Option<WireError>,
+}
+
+fn pattern_string(p: &[bool]) -> String {
+    p.iter().map(|&b| if b { '1' } else { '0' }).collect()
+}
+
+fn parse_pattern(p: &str) -> Result<Vec<bool>, String> {
+    p.chars()
+        .map(|c| match c {
+            '1' => Ok(true),
+            '0' => Ok(false),
+            _ => Err(format!("bad pattern character {c:?}")),
+        })
+        .collect()
+}
+
+/// Serialises a whole-table task (bit-exact floats).
+pub fn encode_table_task(t: &TableTask) -> String {
+    let w = WireTableTask {
+        version: VERSION.into(),
+        tables: t.tables.iter().map(WireTable::of).collect(),
+        opts: t.opts.clone(),
+        time_limit_bits: bits(t.opts.time_limit_s),
+        merged: t.merged.as_deref().map(pattern_string),
+    };
+    serde_json::to_string(&w).expect("a table task always serialises")
+}
+
+/// Parses a payload written by [`encode_table_task`].
+pub fn decode_table_task(s: &str) -> Result<TableTask, String> {
+    let w: WireTableTask = serde_json::from_str(s).map_err(|e| format!("malformed table payload: {e}"))?;
+    check_version(&w.version)?;
+    let tables = w
+        .tables
+        .into_iter()
+        .map(|t| t.table().map_err(|e| format!("table payload: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = w.merged.as_deref().map(parse_pattern).transpose().map_err(|e| format!("table payload: {e}"))?;
+    let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
+    Ok(TableTask { tables, opts, merged })
+}
+
+/// Serialises the result of a whole-table task.
+pub fn encode_table_outcome(r: &Result<TableOutcome, SuppressError>, worker: &str) -> String {
+    let mut w = WireTableOutcome {
+        version: VERSION.into(),
+        worker: worker.into(),
+        statuses: Vec::new(),
+        lower_bound_bits: None,
+        audit: None,
+        error: None,
+    };
+    match r {
+        Ok(o) => {
+            w.statuses = o.statuses.iter().map(|s| WireStatuses(s.clone())).collect();
+            w.lower_bound_bits = o.lower_bound.map(bits);
+            w.audit = Some(o.audit.clone());
+        }
+        Err(e) => {
+            w.error = Some(match e {
+                SuppressError::Infeasible { cell, coord, why } => {
+                    WireError::Infeasible { cell: *cell, coord: coord.clone(), why: why.clone() }
+                }
+                SuppressError::Unprotected { method, count, first } => {
+                    WireError::Unprotected { method: *method, count: *count, first: *first }
+                }
+                SuppressError::Input(m) => WireError::Input(m.clone()),
+                other => WireError::Other(other.to_string()),
+            })
+        }
+    }
+    serde_json::to_string(&w).expect("a table outcome always serialises")
+}
+
+/// Parses a result of [`encode_table_outcome`]; a solver error comes back as the same
+/// [`SuppressError`] variant (other errors as `Distributed`, naming the worker).
+pub fn decode_table_outcome(s: &str) -> Result<Result<TableOutcome, SuppressError>, String> {
+    let w: WireTableOutcome = serde_json::from_str(s).map_err(|e| format!("malformed table result: {e}"))?;
+    check_version(&w.version)?;
+    if let Some(e) = w.error {
+        return Ok(Err(match e {
+            WireError::Infeasible { cell, coord, why } => SuppressError::Infeasible { cell, coord, why },
+            WireError::Unprotected { method, count, first } => SuppressError::Unprotected { method, count, first },
+            WireError::Input(m) => SuppressError::Input(m),
+            WireError::Other(m) => SuppressError::Distributed(format!("on {}: {m}", w.worker)),
+        }));
+    }
+    let audit = w.audit.ok_or("table result without an audit")?;
+    Ok(Ok(TableOutcome {
+        statuses: w.statuses.into_iter().map(|s| s.0).collect(),
+        lower_bound: w.lower_bound_bits.map(float),
+        audit,
+        worker: w.worker,
+    }))
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireNominal {
+    version: String,
+    task: NominalStratumTask,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireNominalOutcome {
+    version: String,
+    worker: String,
+    outcome: Option<NominalStratumOutcome>,
+    error: Option<String>,
+}
+
+/// Serialises a nominal microaggregation stratum (codes are integers: exact in JSON).
+pub fn encode_nominal(t: &NominalStratumTask) -> String {
+    serde_json::to_string(&WireNominal { version: VERSION.into(), task: t.clone() })
+        .expect("a nominal stratum always serialises")
+}
+
+/// Parses a payload written by [`encode_nominal`].
+pub fn decode_nominal(s: &str) -> Result<NominalStratumTask, String> {
+    let w: WireNominal = serde_json::from_str(s).map_err(|e| format!("malformed nominal stratum payload: {e}"))?;
+    check_version(&w.version)?;
+    Ok(w.task)
+}
+
+/// Serialises the result of a nominal stratum.
+pub fn encode_nominal_outcome(r: &Result<NominalStratumOutcome, String>, worker: &str) -> String {
+    let (outcome, error) = match r {
+        Ok(o) => (Some(o.clone()), None),
+        Err(e) => (None, Some(e.clone())),
+    };
+    serde_json::to_string(&WireNominalOutcome { version: VERSION.into(), worker: worker.into(), outcome, error })
+        .expect("a nominal outcome always serialises")
+}
+
+/// Parses a result of [`encode_nominal_outcome`]: the outcome or the solver's error, and who
+/// computed it.
+pub fn decode_nominal_outcome(s: &str) -> Result<(Result<NominalStratumOutcome, String>, String), String> {
+    let w: WireNominalOutcome = serde_json::from_str(s).map_err(|e| format!("malformed nominal result: {e}"))?;
+    check_version(&w.version)?;
+    let r = match (w.outcome, w.error) {
+        (_, Some(e)) => Err(e),
+        (Some(o), None) => Ok(o),
+        (None, None) => return Err("nominal result without an outcome".into()),
+    };
+    Ok((r, w.worker))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +518,48 @@ mod tests {
         let o = crate::microagg::solve_stratum(&task);
         let (o2, w) = decode_stratum_outcome(&encode_stratum_outcome(&o, "exec-1")).unwrap();
         assert_eq!((o2, w.as_str()), (o, "exec-1"));
+    }
+
+    #[test]
+    fn table_tasks_outcomes_and_errors_round_trip() {
+        let spec = crate::table::synth::SynthSpec {
+            dims: vec![vec![2, 2], vec![3]],
+            density: 1.0,
+            mean_freq: 4.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed: 4,
+        };
+        let mut t = crate::table::synth::generate(&spec).unwrap();
+        let v = t.cells()[1].value;
+        t.set_bounds(1, v * (0.1 + 0.2), v + 1.0 / 3.0).unwrap();
+        let n = t.cells().len();
+        let task = TableTask {
+            tables: vec![t.clone(), t],
+            opts: ProtectOptions { method: Method::Modular, time_limit_s: 0.1 + 0.7, ..Default::default() },
+            merged: Some((0..n).map(|i| i % 3 == 0).collect()),
+        };
+        let back = decode_table_task(&encode_table_task(&task)).unwrap();
+        assert_eq!(back.opts, task.opts);
+        assert_eq!(back.merged, task.merged);
+        for (a, b) in back.tables.iter().zip(&task.tables) {
+            assert_eq!((a.cells(), a.dims()), (b.cells(), b.dims()));
+            assert_eq!((a.lower_bounds(), a.upper_bounds()), (b.lower_bounds(), b.upper_bounds()));
+        }
+
+        let o = TableOutcome {
+            statuses: vec![vec![CellStatus::Primary, CellStatus::Secondary, CellStatus::Safe], vec![CellStatus::Empty]],
+            lower_bound: Some(1.0 / 3.0),
+            audit: AuditSummary { sensitive: 3, lps_solved: 2, witnessed: 4, seconds: 0.5, ..Default::default() },
+            worker: String::new(),
+        };
+        let back = decode_table_outcome(&encode_table_outcome(&Ok(o.clone()), "exec-1")).unwrap().unwrap();
+        assert_eq!(back, TableOutcome { worker: "exec-1".into(), ..o });
+        let e = SuppressError::Infeasible { cell: 3, coord: vec![1, 2], why: "all partners published".into() };
+        let back = decode_table_outcome(&encode_table_outcome(&Err(e.clone()), "exec-2")).unwrap().unwrap_err();
+        assert_eq!(back, e);
+        let e = SuppressError::Unprotected { method: Method::Fast, count: 2, first: 9 };
+        assert_eq!(decode_table_outcome(&encode_table_outcome(&Err(e.clone()), "x")).unwrap().unwrap_err(), e);
+        assert!(decode_table_task("{\"version\":\"0.0.0\"}").is_err());
     }
 }

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use super::problem::{Fix, Problem, Sensitive};
-use super::{fast, Method, ProtectOptions, Protection, SuppressError};
+use super::{fast, AuditSummary, Method, ProtectOptions, Protection, SubtableSolver, SuppressError, TableTask};
 use crate::table::relations::FastMap;
 use crate::table::{CellStatus, Relations, Table};
 
@@ -137,6 +137,35 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
 /// Protects linked tables jointly and audits them together; one [`Protection`] per table
 /// (its audit summary is the joint audit's).
 pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Protection>, SuppressError> {
+    protect_linked_with(tables, opts, &super::InProcess)
+}
+
+/// [`protect_linked`] with the joint protection and audit run by `solver` as one
+/// [`TableTask`] (on an executor of a cluster); here only the figures per table.
+pub fn protect_linked_with(
+    tables: &[Table],
+    opts: &ProtectOptions,
+    solver: &dyn SubtableSolver,
+) -> Result<Vec<Protection>, SuppressError> {
+    let start = Instant::now();
+    let task = TableTask { tables: tables.to_vec(), opts: opts.clone(), merged: None };
+    let out = super::task::run_checked(solver, task)?;
+    let mut prots = Vec::with_capacity(tables.len());
+    for (t, statuses) in tables.iter().zip(out.statuses) {
+        let tp = Problem::from_table(t, Some(&statuses));
+        let mut prot = super::summarise_pattern(&tp, statuses, opts.method, start);
+        prot.audit = out.audit.clone();
+        prot.worker.clone_from(&out.worker);
+        prots.push(prot);
+    }
+    Ok(prots)
+}
+
+/// The joint protection of linked tables with its joint audit: output statuses per table.
+pub(crate) fn solve_joint(
+    tables: &[Table],
+    opts: &ProtectOptions,
+) -> Result<(Vec<Vec<CellStatus>>, AuditSummary), SuppressError> {
     let start = Instant::now();
     let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
     let (p, maps) = join(tables)?;
@@ -146,24 +175,23 @@ pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Pro
         Method::Optimal => super::exact::run(&p, opts, deadline)?.0,
         Method::Modular => modular_linked(tables, &p, &maps, opts, deadline)?,
     };
-    let joint = super::finish(&p, sup, opts.method, opts.singleton_rule, start, Vec::new(), None)?;
-    let mut out = Vec::with_capacity(tables.len());
-    for (ti, t) in tables.iter().enumerate() {
-        let statuses: Vec<CellStatus> = (0..t.cells().len())
-            .map(|i| {
-                let g = maps[ti][i] as usize;
-                match (t.cells()[i].status, joint.statuses[g].is_suppressed()) {
-                    (CellStatus::Safe, true) => CellStatus::Secondary,
-                    (s, _) => s,
-                }
-            })
-            .collect();
-        let tp = Problem::from_table(t, Some(&statuses));
-        let mut prot = super::summarise_pattern(&tp, statuses, opts.method, start);
-        prot.audit = joint.audit.clone();
-        out.push(prot);
-    }
-    Ok(out)
+    let joint = super::finish(&p, sup, opts.method, opts.singleton_rule, start)?;
+    let statuses = tables
+        .iter()
+        .enumerate()
+        .map(|(ti, t)| {
+            (0..t.cells().len())
+                .map(|i| {
+                    let g = maps[ti][i] as usize;
+                    match (t.cells()[i].status, joint.statuses[g].is_suppressed()) {
+                        (CellStatus::Safe, true) => CellStatus::Secondary,
+                        (s, _) => s,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Ok((statuses, joint.audit))
 }
 
 /// Modular per table with common suppressions forced, until stable; then joint repair.

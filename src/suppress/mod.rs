@@ -24,6 +24,7 @@ pub mod modular;
 pub(crate) mod problem;
 pub mod singleton;
 pub mod tabu;
+pub mod task;
 pub(crate) mod witness;
 
 use std::time::Instant;
@@ -32,11 +33,12 @@ use crate::lp::LpError;
 use crate::table::{CellStatus, Table, TableError};
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
-pub use linked::protect_linked;
+pub use linked::{protect_linked, protect_linked_with};
 pub use modular::{
     solve_subtable, solve_task, subtables, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
     SubtableStatus, SubtableTask,
 };
+pub use task::{solve_table_task, TableOutcome, TableTask};
 
 use problem::Problem;
 
@@ -110,7 +112,7 @@ impl Default for ProtectOptions {
 }
 
 /// Audit summary in a [`Protection`].
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct AuditSummary {
     /// Sensitive cells audited.
     pub sensitive: usize,
@@ -156,6 +158,10 @@ pub struct Protection {
     pub gap: Option<f64>,
     /// Final audit.
     pub audit: AuditSummary,
+    /// Where the method and the final audit ran (an executor identity on a cluster; empty in
+    /// process).
+    #[serde(default)]
+    pub worker: String,
 }
 
 /// Why a table could not be protected.
@@ -207,8 +213,10 @@ pub fn protect(table: &Table, opts: &ProtectOptions) -> Result<Protection, Suppr
     protect_with(table, opts, &InProcess)
 }
 
-/// [`protect`] with the subtables of the `Modular` method solved by `solver` (e.g. on cluster
-/// executors); the other methods ignore it. The merge, repair and final audit run here.
+/// [`protect`] with the solver work done by `solver` (e.g. on cluster executors): the
+/// `Modular` method's subtables level by level, then one [`TableTask`] — the whole method for
+/// the others, the completion of the merged pattern for `Modular` — with its final audit.
+/// Here only the decomposition, the merge and the figures.
 pub fn protect_with(
     table: &Table,
     opts: &ProtectOptions,
@@ -217,31 +225,26 @@ pub fn protect_with(
     let start = Instant::now();
     let p = Problem::from_table(table, None);
     let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
-    let with_coord = |e: SuppressError| match e {
-        SuppressError::Infeasible { cell, why, .. } => {
-            SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
-        }
-        e => e,
-    };
-    let (sup, subtables, lower_bound) = match opts.method {
-        Method::Fast => {
-            let (sup, rep) = fast::run_certified(&p, opts, deadline).map_err(with_coord)?;
-            if let Some(rep) = rep {
-                return finish_report(&p, sup, opts.method, start, Vec::new(), None, rep, Instant::now());
-            }
-            (sup, Vec::new(), None)
-        }
-        Method::Tabu => (tabu::run(&p, opts, deadline).map_err(with_coord)?, Vec::new(), None),
-        Method::Optimal => {
-            let (s, lb) = exact::run(&p, opts, deadline).map_err(with_coord)?;
-            (s, Vec::new(), lb)
-        }
+    let (merged, subtables) = match opts.method {
         Method::Modular => {
-            let (s, subs) = modular::run(table, &p, opts, deadline, solver).map_err(with_coord)?;
-            (s, subs, None)
+            let (s, subs) = modular::run_levels(table, &p, opts, deadline, solver).map_err(|e| match e {
+                SuppressError::Infeasible { cell, why, .. } => {
+                    SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
+                }
+                e => e,
+            })?;
+            (Some(s), subs)
         }
+        _ => (None, Vec::new()),
     };
-    finish(&p, sup, opts.method, opts.singleton_rule, start, subtables, lower_bound)
+    let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+    let task =
+        TableTask { tables: vec![table.clone()], opts: ProtectOptions { time_limit_s: left, ..opts.clone() }, merged };
+    let mut out = task::run_checked(solver, task)?;
+    let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
+    let mut prot = summarise(&p, statuses, opts.method, start, subtables, out.lower_bound, out.audit);
+    prot.worker = out.worker;
+    Ok(prot)
 }
 
 /// Final audit from scratch and the figures; `Err` unless clean.
@@ -251,37 +254,11 @@ pub(crate) fn finish(
     method: Method,
     singleton_rule: bool,
     start: Instant,
-    subtables: Vec<SubtableReport>,
-    lower_bound: Option<f64>,
 ) -> Result<Protection, SuppressError> {
     let t0 = Instant::now();
     let rep = audit::audit_problem(p, &sup, singleton_rule, &AuditOptions::default())?;
-    finish_report(p, sup, method, start, subtables, lower_bound, rep, t0)
-}
-
-/// The figures of a pattern whose final audit is `rep` (started at `t0`); `Err` unless clean.
-#[allow(clippy::too_many_arguments)]
-fn finish_report(
-    p: &Problem,
-    sup: Vec<bool>,
-    method: Method,
-    start: Instant,
-    subtables: Vec<SubtableReport>,
-    lower_bound: Option<f64>,
-    rep: AuditReport,
-    t0: Instant,
-) -> Result<Protection, SuppressError> {
-    let audit_s = t0.elapsed().as_secs_f64();
-    if !rep.is_clean() {
-        let first = rep.under_protected.first().copied().or(rep.singleton_violations.first().map(|v| v.1)).unwrap_or(0);
-        return Err(SuppressError::Unprotected {
-            method,
-            count: rep.under_protected.len() + rep.singleton_violations.len(),
-            first,
-        });
-    }
-    let statuses = output_statuses(p, &sup);
-    Ok(summarise(p, statuses, method, start, subtables, lower_bound, &rep, audit_s))
+    let summary = task::clean_summary(&rep, t0.elapsed().as_secs_f64(), method)?;
+    Ok(summarise(p, output_statuses(p, &sup), method, start, Vec::new(), None, summary))
 }
 
 /// Output statuses: input statuses kept, `Safe` cells suppressed by the method become `M`.
@@ -296,17 +273,9 @@ pub(crate) fn output_statuses(p: &Problem, sup: &[bool]) -> Vec<CellStatus> {
 
 /// Figures of a pattern without an audit (the caller fills `audit`).
 pub(crate) fn summarise_pattern(p: &Problem, statuses: Vec<CellStatus>, method: Method, start: Instant) -> Protection {
-    let rep = AuditReport {
-        cells: Vec::new(),
-        under_protected: Vec::new(),
-        singleton_violations: Vec::new(),
-        lps_solved: 0,
-        witnessed: 0,
-    };
-    summarise(p, statuses, method, start, Vec::new(), None, &rep, 0.0)
+    summarise(p, statuses, method, start, Vec::new(), None, AuditSummary::default())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn summarise(
     p: &Problem,
     statuses: Vec<CellStatus>,
@@ -314,8 +283,7 @@ fn summarise(
     start: Instant,
     subtables: Vec<SubtableReport>,
     lower_bound: Option<f64>,
-    rep: &AuditReport,
-    audit_s: f64,
+    audit: AuditSummary,
 ) -> Protection {
     let sup: Vec<bool> = statuses.iter().map(|s| s.is_suppressed()).collect();
     let cost = p.cost_of(&sup);
@@ -344,14 +312,8 @@ fn summarise(
         subtables,
         lower_bound,
         gap,
-        audit: AuditSummary {
-            sensitive: rep.cells.len(),
-            under_protected: rep.under_protected.len(),
-            singleton_violations: rep.singleton_violations.len(),
-            lps_solved: rep.lps_solved,
-            witnessed: rep.witnessed,
-            seconds: audit_s,
-        },
+        audit,
+        worker: String::new(),
     }
 }
 

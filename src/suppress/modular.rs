@@ -23,6 +23,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::problem::{Fix, Problem};
+use super::task::{solve_table_task, TableOutcome, TableTask};
 use super::{fast, Method, ProtectOptions, SuppressError};
 use crate::table::relations::FastMap;
 use crate::table::{Cell, CellStatus, Dimension, Table};
@@ -214,6 +215,12 @@ pub struct SubtableOutcome {
 pub trait SubtableSolver: Sync {
     /// Solves `tasks`, returning one outcome per task in the same order.
     fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError>;
+
+    /// Runs one whole-table protection with its final audit ([`super::task`]): the other
+    /// methods, the modular completion, linked groups. In process by default.
+    fn protect_table(&self, task: TableTask) -> Result<TableOutcome, SuppressError> {
+        solve_table_task(&task)
+    }
 }
 
 /// Solves subtables in this process, in parallel (rayon).
@@ -256,9 +263,10 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
     }
 }
 
-/// Runs the method on `table` (whose flat problem is `p`), solving each level's subtables
-/// with `solver`.
-pub(crate) fn run(
+/// Protects the subtables of `table` (whose flat problem is `p`) top-down, each level's with
+/// `solver`; returns the merged pattern, which still needs the global completion and audit
+/// ([`super::task`]: closure, repair, cleanup).
+pub(crate) fn run_levels(
     table: &Table,
     p: &Problem,
     opts: &ProtectOptions,
@@ -327,11 +335,7 @@ pub(crate) fn run(
         }
         start = end;
     }
-    let mut w = fast::complete(p, sup, opts.singleton_rule, opts.construction)?;
-    if opts.cleanup {
-        w.cleanup(opts.singleton_rule, deadline)?;
-    }
-    Ok((w.aud.sup, reports))
+    Ok((sup, reports))
 }
 
 /// The task of subtable `s` given the decisions of the levels above.

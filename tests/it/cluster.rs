@@ -100,7 +100,8 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
-const FILES: [&str; 3] = ["salary/cells.parquet", "salary/published.csv", "salaries/masked.parquet"];
+const FILES: [&str; 4] =
+    ["salary/cells.parquet", "salary/published.csv", "salaries/masked.parquet", "categories/masked.parquet"];
 
 fn assert_same_outputs(dir: &Path, a: &str, b: &str) {
     for f in FILES {
@@ -110,12 +111,19 @@ fn assert_same_outputs(dir: &Path, a: &str, b: &str) {
     }
 }
 
-/// Workers that solved subtables and microaggregation strata, from the report.
+/// Workers that solved subtables, the table's completion and final audit, and
+/// microaggregation strata, from the report.
 fn workers(dir: &Path, out: &str) -> Vec<String> {
     let r: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
     let mut w = std::collections::BTreeSet::new();
-    for m in [&r["tables"][0]["subtables_per_worker"], &r["microaggregations"][0]["strata_per_worker"]] {
+    let on = r["tables"][0]["protected_on"].as_str().unwrap_or_else(|| panic!("{out}/report.json: no protected_on"));
+    w.insert(on.to_string());
+    for m in [
+        &r["tables"][0]["subtables_per_worker"],
+        &r["microaggregations"][0]["strata_per_worker"],
+        &r["microaggregations"][1]["strata_per_worker"],
+    ] {
         let m = m.as_object().unwrap_or_else(|| panic!("{out}/report.json: no per-worker counts in {r}"));
         w.extend(m.keys().cloned());
     }
@@ -155,6 +163,13 @@ k = 3
 method = "mdav"
 strata = ["sex"]
 seed = 1
+[[microaggregation]]
+name = "categories"
+kind = "nominal"
+variables = ["occupation", "education", "contract"]
+k = 3
+strata = ["sex"]
+seed = 2
 [output]
 dir = "out"
 [engine]
@@ -249,12 +264,17 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     let c_log = logs.join("exec-c.log");
     wait_for("exec-c to start a solver task", Duration::from_secs(90), || {
         let log = std::fs::read_to_string(&c_log).unwrap_or_default();
-        log.contains("solving a subtable") || log.contains("microaggregating a stratum")
+        ["solving a subtable", "protecting 1 table", "microaggregating a stratum", "anonymising a nominal"]
+            .iter()
+            .any(|m| log.contains(m))
     });
     procs.kill("exec-c");
     let c = std::fs::read_to_string(&c_log).unwrap();
     assert!(
-        !c.contains(": subtable ") && !c.contains(" groups"),
+        !c.contains(": subtable ")
+            && !c.contains(" groups")
+            && !c.contains("protected and audited")
+            && !c.contains("nominal stratum "),
         "exec-c finished its task before it was killed:\n{c}"
     );
     // "sdcflow executor <id>: solving a subtable …"
@@ -368,11 +388,11 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     assert!(exec_log.contains("solving a subtable"), "the executor solved nothing:\n{exec_log}");
     let dl = dir.join("dl");
     std::fs::create_dir_all(&dl).unwrap();
-    // Only the inputs and the three published objects remain: the scratch prefix is gone.
+    // Only the inputs and the published objects remain: the scratch prefix is gone.
     crate::s3::python(
         &endpoint,
         &format!(
-            "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/'))\nassert keys == ['results/run/report.json', 'results/run/salaries/masked.parquet', 'results/run/salary/cells.parquet', 'results/run/salary/published.csv'], keys\nfor k in keys[1:]:\n    s3.download_file('census', k, '{}/' + k[len('results/run/'):].replace('/', '_'))",
+            "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/'))\nassert keys == ['results/run/categories/masked.parquet', 'results/run/report.json', 'results/run/salaries/masked.parquet', 'results/run/salary/cells.parquet', 'results/run/salary/published.csv'], keys\nfor k in keys:\n    if k.endswith('report.json'): continue\n    s3.download_file('census', k, '{}/' + k[len('results/run/'):].replace('/', '_'))",
             dl.display()
         ),
     );

@@ -1,0 +1,162 @@
+//! Whole-table protection as one unit of solver work: [`TableTask`] → [`TableOutcome`].
+//!
+//! Why: on a cluster the client must not run solvers. `Fast`, `Tabu` and `Optimal` protect a
+//! table in one piece; the modular method ends with a global completion (closure, audit-driven
+//! repair, cleanup) of the merged subtable patterns; linked tables are protected jointly.
+//! Each of these, *with its final audit*, is one [`TableTask`] that a [`SubtableSolver`] runs in
+//! process or ships to an executor (`crate::dist`), exactly like the modular subtables. The
+//! caller only decomposes, merges and reports, so the same code decides the pattern in every
+//! engine mode and the outputs are byte-identical.
+//!
+//! The task is pure: it depends only on the tables, the options and the seed (time limits
+//! aside), never on the process that solves it.
+
+use std::time::{Duration, Instant};
+
+use crate::table::{CellStatus, Table};
+
+use super::problem::Problem;
+use super::{audit, exact, fast, linked, tabu, AuditOptions, AuditReport, AuditSummary, Method, ProtectOptions};
+use super::{SubtableSolver, SuppressError};
+
+/// A whole-table protection to run somewhere (see the module docs).
+#[derive(Debug, Clone)]
+pub struct TableTask {
+    /// One table, or the tables of a `[[linked]]` group (protected jointly).
+    pub tables: Vec<Table>,
+    /// Options; `time_limit_s` is the budget left for this task.
+    pub opts: ProtectOptions,
+    /// `Modular` only: the merged pattern of the subtables (over the single table's cells), to
+    /// complete, clean up and audit.
+    pub merged: Option<Vec<bool>>,
+}
+
+/// The result of a [`TableTask`]: audited statuses and figures the caller cannot recompute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableOutcome {
+    /// Output statuses per table (`Secondary` = chosen by the method), in task order.
+    pub statuses: Vec<Vec<CellStatus>>,
+    /// Lower bound on the secondary cost (`Optimal` only).
+    pub lower_bound: Option<f64>,
+    /// The final (joint) audit; clean in every returned outcome.
+    pub audit: AuditSummary,
+    /// Where it ran (an executor identity on a cluster; empty in process).
+    pub worker: String,
+}
+
+/// Runs `task`: the method (or the modular completion), then the final audit from scratch
+/// (or, for `Fast`, the exact re-verification of its certificates). Fails closed: an
+/// under-protected pattern is an error, never an outcome.
+pub fn solve_table_task(task: &TableTask) -> Result<TableOutcome, SuppressError> {
+    match task.tables.as_slice() {
+        [] => Err(SuppressError::Input("a table task without a table".into())),
+        [table] => solve_single(table, &task.opts, task.merged.as_deref()),
+        tables => {
+            if task.merged.is_some() {
+                return Err(SuppressError::Input("a merged pattern is only defined for a single table".into()));
+            }
+            let (statuses, audit) = linked::solve_joint(tables, &task.opts)?;
+            Ok(TableOutcome { statuses, lower_bound: None, audit, worker: String::new() })
+        }
+    }
+}
+
+fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -> Result<TableOutcome, SuppressError> {
+    let p = Problem::from_table(table, None);
+    let deadline = Instant::now() + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let with_coord = |e: SuppressError| match e {
+        SuppressError::Infeasible { cell, why, .. } => {
+            SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
+        }
+        e => e,
+    };
+    let (sup, lower_bound, certified) = match (opts.method, merged) {
+        (Method::Modular, Some(m)) => {
+            if m.len() != p.n() {
+                return Err(SuppressError::Input(format!(
+                    "merged pattern of {} cells for a table of {}",
+                    m.len(),
+                    p.n()
+                )));
+            }
+            let mut w = fast::complete(&p, m.to_vec(), opts.singleton_rule, opts.construction).map_err(with_coord)?;
+            if opts.cleanup {
+                w.cleanup(opts.singleton_rule, deadline).map_err(with_coord)?;
+            }
+            (w.aud.sup, None, None)
+        }
+        (Method::Modular, None) => {
+            return Err(SuppressError::Input(
+                "the modular method ships its subtables level by level; its table task completes a merged pattern"
+                    .into(),
+            ))
+        }
+        (_, Some(_)) => return Err(SuppressError::Input("a merged pattern is only for the modular method".into())),
+        (Method::Fast, None) => {
+            let (sup, rep) = fast::run_certified(&p, opts, deadline).map_err(with_coord)?;
+            (sup, None, rep)
+        }
+        (Method::Tabu, None) => (tabu::run(&p, opts, deadline).map_err(with_coord)?, None, None),
+        (Method::Optimal, None) => {
+            let (s, lb) = exact::run(&p, opts, deadline).map_err(with_coord)?;
+            (s, lb, None)
+        }
+    };
+    let t0 = Instant::now();
+    // `Fast`'s re-verified certificates are its final audit (their time is the method's).
+    let (rep, audit_s) = match certified {
+        Some(rep) => (rep, 0.0),
+        None => {
+            let rep = audit::audit_problem(&p, &sup, opts.singleton_rule, &AuditOptions::default())?;
+            (rep, t0.elapsed().as_secs_f64())
+        }
+    };
+    let audit = clean_summary(&rep, audit_s, opts.method)?;
+    Ok(TableOutcome { statuses: vec![super::output_statuses(&p, &sup)], lower_bound, audit, worker: String::new() })
+}
+
+/// The summary of a final audit; `Err` (fail closed) unless it is clean.
+pub(crate) fn clean_summary(rep: &AuditReport, seconds: f64, method: Method) -> Result<AuditSummary, SuppressError> {
+    if !rep.is_clean() {
+        let first = rep.under_protected.first().copied().or(rep.singleton_violations.first().map(|v| v.1)).unwrap_or(0);
+        return Err(SuppressError::Unprotected {
+            method,
+            count: rep.under_protected.len() + rep.singleton_violations.len(),
+            first,
+        });
+    }
+    Ok(AuditSummary {
+        sensitive: rep.cells.len(),
+        under_protected: 0,
+        singleton_violations: 0,
+        lps_solved: rep.lps_solved,
+        witnessed: rep.witnessed,
+        seconds,
+    })
+}
+
+/// Runs `task` with `solver` and checks the shape of what came back (a remote solver is
+/// trusted to have audited, not to have answered the right question).
+pub(crate) fn run_checked(solver: &dyn SubtableSolver, task: TableTask) -> Result<TableOutcome, SuppressError> {
+    let sizes: Vec<usize> = task.tables.iter().map(|t| t.cells().len()).collect();
+    let tables_statuses: Vec<Vec<CellStatus>> =
+        task.tables.iter().map(|t| t.cells().iter().map(|c| c.status).collect()).collect();
+    let out = solver.protect_table(task)?;
+    let got: Vec<usize> = out.statuses.iter().map(Vec::len).collect();
+    if got != sizes {
+        return Err(SuppressError::Distributed(format!(
+            "the table solver returned statuses for tables of {got:?} cells, expected {sizes:?}"
+        )));
+    }
+    // Input statuses are kept; only free cells may become secondaries.
+    for (t, (table, st)) in tables_statuses.iter().zip(&out.statuses).enumerate() {
+        for (i, (&before, &after)) in table.iter().zip(st).enumerate() {
+            if before != after && !(before == CellStatus::Safe && after == CellStatus::Secondary) {
+                return Err(SuppressError::Distributed(format!(
+                    "the table solver changed cell {i} of table {t} from {before:?} to {after:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
