@@ -289,10 +289,19 @@ pub async fn solve_strata(
     )
     .await
     .map_err(|e| Error::Engine(format!("microaggregation `{name}`: solving the strata: {e}")))?;
+    by_worker(&results, wire::decode_stratum_outcome)
+}
+
+/// Decodes partition results that name their worker; the outcomes in order and how many
+/// partitions each worker solved.
+fn by_worker<T>(
+    results: &[String],
+    decode: impl Fn(&str) -> std::result::Result<(T, String), String>,
+) -> Result<(Vec<T>, BTreeMap<String, usize>)> {
     let mut per_worker = BTreeMap::new();
     let mut out = Vec::with_capacity(results.len());
-    for r in &results {
-        let (o, worker) = wire::decode_stratum_outcome(r).map_err(Error::Internal)?;
+    for r in results {
+        let (o, worker) = decode(r).map_err(Error::Internal)?;
         *per_worker.entry(worker).or_default() += 1;
         out.push(o);
     }
@@ -314,14 +323,7 @@ pub async fn anonymise_nominal_strata(
         run_partitions(ctx, scratch, &format!("__sdc_{}_nominal", safe_name(name)), ANONYMISE_NOMINAL, payloads, files)
             .await
             .map_err(|e| Error::Engine(format!("microaggregation `{name}`: anonymising the strata: {e}")))?;
-    let mut per_worker = BTreeMap::new();
-    let mut out = Vec::with_capacity(results.len());
-    for r in &results {
-        let (o, worker) = wire::decode_nominal_outcome(r).map_err(Error::Internal)?;
-        *per_worker.entry(worker).or_default() += 1;
-        out.push(o);
-    }
-    Ok((out, per_worker))
+    by_worker(&results, wire::decode_nominal_outcome)
 }
 
 /// `name` with every character SQL identifiers and file names dislike replaced by `_`.

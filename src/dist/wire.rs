@@ -458,17 +458,22 @@ mod tests {
     use super::*;
     use crate::suppress::subtables;
 
-    #[test]
-    fn tasks_round_trip_bit_exact() {
+    /// A synthetic table: a 2×2 hierarchy × a flat variable of 3 codes.
+    fn small_table(seed: u64) -> Table {
         let spec = crate::table::synth::SynthSpec {
             dims: vec![vec![2, 2], vec![3]],
             density: 1.0,
             mean_freq: 4.0,
             min_freq: 3,
             protection: 0.1,
-            seed: 3,
+            seed,
         };
-        let t = crate::table::synth::generate(&spec).unwrap();
+        crate::table::synth::generate(&spec).unwrap()
+    }
+
+    #[test]
+    fn tasks_round_trip_bit_exact() {
+        let t = small_table(3);
         for s in subtables(&t).unwrap() {
             let mut local = s.table.clone();
             local.set_status(0, CellStatus::Primary);
@@ -522,15 +527,7 @@ mod tests {
 
     #[test]
     fn table_tasks_outcomes_and_errors_round_trip() {
-        let spec = crate::table::synth::SynthSpec {
-            dims: vec![vec![2, 2], vec![3]],
-            density: 1.0,
-            mean_freq: 4.0,
-            min_freq: 3,
-            protection: 0.1,
-            seed: 4,
-        };
-        let mut t = crate::table::synth::generate(&spec).unwrap();
+        let mut t = small_table(4);
         let v = t.cells()[1].value;
         t.set_bounds(1, v * (0.1 + 0.2), v + 1.0 / 3.0).unwrap();
         let n = t.cells().len();
