@@ -42,6 +42,19 @@ impl Procs {
         self.0.push((name.to_string(), child));
     }
 
+    /// Waits for the first process to exit (at most `timeout`); its exit code.
+    fn wait_first(&mut self, timeout: Duration, log: &Path) -> i32 {
+        let start = Instant::now();
+        loop {
+            let (name, child) = &mut self.0[0];
+            if let Some(s) = child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(start.elapsed() < timeout, "{name} did not finish in {timeout:?}:\n{}", tail(log));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn kill(&mut self, name: &str) {
         let (_, c) = self.0.iter_mut().find(|(n, _)| n == name).expect("known process");
         c.kill().unwrap();
@@ -67,6 +80,31 @@ impl Drop for Procs {
             let _ = c.wait();
         }
     }
+}
+
+/// `sdcflow executor` arguments: loopback, free ports, scheduler at `sport`.
+fn executor_args(sport: u16, work: &Path, tasks: usize) -> Vec<String> {
+    let (port, grpc) = (free_port().to_string(), free_port().to_string());
+    let (sport, tasks, work) = (sport.to_string(), tasks.to_string(), work.display().to_string());
+    [
+        "executor",
+        "--bind-host",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--grpc-port",
+        &grpc,
+        "--scheduler-host",
+        "127.0.0.1",
+        "--scheduler-port",
+        &sport,
+        "--concurrent-tasks",
+        &tasks,
+        "--work-dir",
+        &work,
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 fn free_port() -> u16 {
@@ -135,14 +173,7 @@ fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> (i32, String) {
     let log = dir.join(format!("run-{}.log", args.last().unwrap()));
     let mut procs = Procs::default();
     procs.spawn("run", &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &log);
-    let start = Instant::now();
-    let code = loop {
-        if let Some(s) = procs.0[0].1.try_wait().unwrap() {
-            break s.code().unwrap_or(-1);
-        }
-        assert!(start.elapsed() < timeout, "sdcflow {args:?} did not finish in {timeout:?}:\n{}", tail(&log));
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = procs.wait_first(timeout, &log);
     (code, std::fs::read_to_string(&log).unwrap_or_default())
 }
 
@@ -211,25 +242,7 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     let start_executor = |procs: &mut Procs, name: &str, extra: &[&str]| {
         let work = dir.join(format!("{name}-work"));
         std::fs::create_dir_all(&work).unwrap();
-        let mut args: Vec<String> = [
-            "executor",
-            "--bind-host",
-            "127.0.0.1",
-            "--port",
-            &free_port().to_string(),
-            "--grpc-port",
-            &free_port().to_string(),
-            "--scheduler-host",
-            "127.0.0.1",
-            "--scheduler-port",
-            &sport.to_string(),
-            "--concurrent-tasks",
-            "1",
-            "--work-dir",
-            &work.display().to_string(),
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut args = executor_args(sport, &work, 1);
         args.extend(extra.iter().map(|s| s.to_string()));
         procs.spawn(name, &args, &logs.join(format!("{name}.log")));
     };
@@ -282,14 +295,7 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
         .lines()
         .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
         .expect("exec-c names itself");
-    let start = Instant::now();
-    let code = loop {
-        if let Some(s) = run.0[0].1.try_wait().unwrap() {
-            break s.code().unwrap_or(-1);
-        }
-        assert!(start.elapsed() < limit, "the run did not finish after the kill:\n{}", tail(&run_log));
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = run.wait_first(limit, &run_log);
     procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
     let err = std::fs::read_to_string(&run_log).unwrap();
     if code == 0 {
@@ -318,14 +324,7 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     let data = dir.join("data");
     let opts =
         sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
-    let parts = sdcflow::generate::generate(&data, &opts).unwrap();
-    let uploads: Vec<String> = parts
-        .iter()
-        .map(|p| {
-            format!("s3.upload_file('{}', 'census', 'micro/{}')", p.display(), p.file_name().unwrap().to_string_lossy())
-        })
-        .collect();
-    crate::s3::python(&endpoint, &format!("s3.create_bucket(Bucket='census')\n{}", uploads.join("\n")));
+    crate::s3::upload_to_census(&endpoint, &sdcflow::generate::generate(&data, &opts).unwrap());
     std::fs::write(
         dir.join("prep.sql"),
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
@@ -346,38 +345,14 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     let sched = ["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string()].map(String::from);
     procs.spawn_with("scheduler", &sched, &dir.join("scheduler.log"), Some(&endpoint));
     wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
-    let exec = [
-        "executor",
-        "--bind-host",
-        "127.0.0.1",
-        "--port",
-        &free_port().to_string(),
-        "--grpc-port",
-        &free_port().to_string(),
-        "--scheduler-host",
-        "127.0.0.1",
-        "--scheduler-port",
-        &sport.to_string(),
-        "--concurrent-tasks",
-        "2",
-        "--work-dir",
-        &dir.join("work").display().to_string(),
-    ]
-    .map(String::from);
+    let exec = executor_args(sport, &dir.join("work"), 2);
     procs.spawn_with("exec", &exec, &dir.join("exec.log"), Some(&endpoint));
     wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
     let cluster = format!("df://127.0.0.1:{sport}");
     let mut run = Procs::default();
     let log = dir.join("run-s3.log");
     run.spawn_with("run", &["run", "s3.toml", "-v", "--cluster", &cluster].map(String::from), &log, Some(&endpoint));
-    let start = Instant::now();
-    let code = loop {
-        if let Some(s) = run.0[0].1.try_wait().unwrap() {
-            break s.code().unwrap_or(-1);
-        }
-        assert!(start.elapsed() < limit, "the S3 run did not finish:\n{}", tail(&log));
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = run.wait_first(limit, &log);
     assert_eq!(code, 0, "{}\nexecutor:\n{}", tail(&log), tail(&dir.join("exec.log")));
     let run_log = std::fs::read_to_string(&log).unwrap();
     assert!(

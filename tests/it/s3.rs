@@ -55,6 +55,17 @@ pub(crate) fn python(endpoint: &str, script: &str) {
     assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// Creates bucket `census` and uploads `parts` under `micro/`.
+pub(crate) fn upload_to_census(endpoint: &str, parts: &[std::path::PathBuf]) {
+    let uploads: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            format!("s3.upload_file('{}', 'census', 'micro/{}')", p.display(), p.file_name().unwrap().to_string_lossy())
+        })
+        .collect();
+    python(endpoint, &format!("s3.create_bucket(Bucket='census')\n{}", uploads.join("\n")));
+}
+
 pub(crate) fn with_s3_env(cmd: &mut Command, endpoint: &str) {
     cmd.env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -70,14 +81,7 @@ fn s3_round_trip_matches_local() {
     let data = d.path().join("data");
     let opts =
         sdcflow::generate::GenerateOptions { rows: 2000, seed: 5, rows_per_part: 800, mean_enterprise_size: 8.0 };
-    let parts = sdcflow::generate::generate(&data, &opts).unwrap();
-    let uploads: Vec<String> = parts
-        .iter()
-        .map(|p| {
-            format!("s3.upload_file('{}', 'census', 'micro/{}')", p.display(), p.file_name().unwrap().to_string_lossy())
-        })
-        .collect();
-    python(&endpoint, &format!("s3.create_bucket(Bucket='census')\n{}", uploads.join("\n")));
+    upload_to_census(&endpoint, &sdcflow::generate::generate(&data, &opts).unwrap());
     let job = |input: &str, out: &str| {
         format!(
             r#"
