@@ -26,19 +26,14 @@ pub fn setup(dir: &Path) -> PathBuf {
 /// A `dept × sex` table job; `extra` goes into the `[[table]]` section.
 fn job(data: &Path, out: &str, extra: &str) -> String {
     format!(
-        r#"
-{head}[[table]]
-name = "t"
-explanatory = ["dept", "sex"]
-response = "salary"
-contributor = "ent_id"
-safety = "NK(1,85)|FREQ(3,10)"
-secondary = {{ method = "fast", seed = 3, time_limit_s = 120 }}
-{extra}
-[output]
-dir = "{out}"
-"#,
-        head = dept_job_head(data)
+        "{}{}{extra}\n[output]\ndir = \"{out}\"\n",
+        dept_job_head(data),
+        salary_table(
+            "t",
+            &["dept", "sex"],
+            "NK(1,85)|FREQ(3,10)",
+            r#"{ method = "fast", seed = 3, time_limit_s = 120 }"#
+        )
     )
 }
 

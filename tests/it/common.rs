@@ -140,3 +140,13 @@ pub fn dept_job_head(data: &std::path::Path) -> String {
         data.display()
     )
 }
+
+/// A `[[table]]` of salaries by `explanatory` with enterprises as contributors; `secondary` is
+/// the inline table after `secondary = ` (e.g. `{ method = "fast", seed = 3 }`).
+pub fn salary_table(name: &str, explanatory: &[&str], safety: &str, secondary: &str) -> String {
+    let vars: Vec<String> = explanatory.iter().map(|v| format!("{v:?}")).collect();
+    format!(
+        "[[table]]\nname = \"{name}\"\nexplanatory = [{}]\nresponse = \"salary\"\ncontributor = \"ent_id\"\nsafety = \"{safety}\"\nsecondary = {secondary}\n",
+        vars.join(", ")
+    )
+}

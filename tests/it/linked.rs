@@ -7,28 +7,12 @@ use crate::common::*;
 /// (0102, Total) is common to both. `linked` adds the `[[linked]]` group.
 fn job(data: &std::path::Path, out: &str, method: &str, linked: bool) -> String {
     let link = if linked { "[[linked]]\ntables = [\"a\", \"b\"]\n" } else { "" };
+    let secondary = format!("{{ method = \"{method}\", seed = 3, time_limit_s = 120 }}");
     format!(
-        r#"
-{head}[[table]]
-name = "a"
-explanatory = ["dept", "sex"]
-response = "salary"
-contributor = "ent_id"
-safety = "NK(1,85)|FREQ(3,10)|MAN(10)"
-secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
-apriori = "man.hst"
-[[table]]
-name = "b"
-explanatory = ["dept", "age_band"]
-response = "salary"
-contributor = "ent_id"
-safety = "NK(1,85)|FREQ(3,10)"
-secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
-{link}
-[output]
-dir = "{out}"
-"#,
-        head = dept_job_head(data)
+        "{}{}apriori = \"man.hst\"\n{}{link}\n[output]\ndir = \"{out}\"\n",
+        dept_job_head(data),
+        salary_table("a", &["dept", "sex"], "NK(1,85)|FREQ(3,10)|MAN(10)", &secondary),
+        salary_table("b", &["dept", "age_band"], "NK(1,85)|FREQ(3,10)", &secondary),
     )
 }
 

@@ -6,19 +6,11 @@ use std::collections::BTreeMap;
 use crate::common::*;
 
 fn job(data: &std::path::Path, method: &str) -> String {
+    let secondary = format!("{{ method = \"{method}\", seed = 3, time_limit_s = 120 }}");
     format!(
-        r#"
-{head}[[table]]
-name = "t"
-explanatory = ["dept", "sex"]
-response = "salary"
-contributor = "ent_id"
-safety = "NK(1,85)|FREQ(3,10)"
-secondary = {{ method = "{method}", seed = 3, time_limit_s = 120 }}
-[output]
-dir = "out_{method}"
-"#,
-        head = dept_job_head(data)
+        "{}{}[output]\ndir = \"out_{method}\"\n",
+        dept_job_head(data),
+        salary_table("t", &["dept", "sex"], "NK(1,85)|FREQ(3,10)", &secondary)
     )
 }
 
