@@ -160,3 +160,79 @@ pub(crate) fn run_checked(solver: &dyn SubtableSolver, task: TableTask) -> Resul
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suppress::{protect, protect_with, SubtableOutcome, SubtableTask};
+    use crate::table::synth::{generate, SynthSpec};
+
+    /// A solver that answers every table task with `tamper` applied to the honest outcome.
+    struct Tampering(fn(&mut TableOutcome));
+
+    impl SubtableSolver for Tampering {
+        fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError> {
+            tasks.iter().map(super::super::solve_task).collect()
+        }
+        fn protect_table(&self, task: TableTask) -> Result<TableOutcome, SuppressError> {
+            let mut out = solve_table_task(&task)?;
+            (self.0)(&mut out);
+            Ok(out)
+        }
+    }
+
+    fn table() -> Table {
+        let spec = SynthSpec {
+            dims: vec![vec![2, 3], vec![4]],
+            density: 1.0,
+            mean_freq: 4.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed: 8,
+        };
+        generate(&spec).unwrap()
+    }
+
+    #[test]
+    fn results_that_change_input_statuses_or_shapes_are_refused() {
+        let t = table();
+        let opts = ProtectOptions { method: Method::Fast, time_limit_s: 30.0, ..Default::default() };
+        let honest = protect_with(&t, &opts, &Tampering(|_| {})).unwrap();
+        assert_eq!(honest.statuses, protect(&t, &opts).unwrap().statuses);
+        let unsuppress_a_primary: fn(&mut TableOutcome) = |o| {
+            let s = &mut o.statuses[0];
+            let i = s.iter().position(|&x| x == CellStatus::Primary).expect("a primary");
+            s[i] = CellStatus::Safe;
+        };
+        let drop_a_cell: fn(&mut TableOutcome) = |o| {
+            o.statuses[0].pop();
+        };
+        let publish_a_secondary_as_protected: fn(&mut TableOutcome) = |o| {
+            let s = &mut o.statuses[0];
+            let i = s.iter().position(|&x| x == CellStatus::Safe).expect("a safe cell");
+            s[i] = CellStatus::Protected;
+        };
+        for tamper in [unsuppress_a_primary, drop_a_cell, publish_a_secondary_as_protected] {
+            let e = protect_with(&t, &opts, &Tampering(tamper)).unwrap_err();
+            assert!(matches!(e, SuppressError::Distributed(_)), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn merged_patterns_only_for_a_single_modular_table() {
+        let t = table();
+        let n = t.cells().len();
+        let fast = ProtectOptions { method: Method::Fast, ..Default::default() };
+        let modular = ProtectOptions { method: Method::Modular, ..Default::default() };
+        let bad = [
+            TableTask { tables: vec![], opts: fast.clone(), merged: None },
+            TableTask { tables: vec![t.clone()], opts: fast, merged: Some(vec![false; n]) },
+            TableTask { tables: vec![t.clone()], opts: modular.clone(), merged: None },
+            TableTask { tables: vec![t.clone()], opts: modular.clone(), merged: Some(vec![false; n - 1]) },
+            TableTask { tables: vec![t.clone(), t.clone()], opts: modular, merged: Some(vec![false; n]) },
+        ];
+        for task in bad {
+            assert!(matches!(solve_table_task(&task), Err(SuppressError::Input(_))));
+        }
+    }
+}
