@@ -35,6 +35,9 @@ const BATCH: usize = 32;
 const BUDGET: usize = 20_000;
 const BEAM: usize = 6;
 
+/// A hypercube as `(cell, ±1)` pairs, the target first.
+type Cube = Vec<(u32, i8)>;
+
 /// Result of [`assign`].
 #[derive(Debug, Clone)]
 pub(crate) struct Assignment {
@@ -43,7 +46,7 @@ pub(crate) struct Assignment {
     /// Cube per sensitive cell (index into `Problem::sens`): `(cell, ±1)` with the target
     /// first (`+1`), as [`Geometry::cheapest_cube`](super::witness::Geometry::cheapest_cube)
     /// returns it.
-    pub cubes: Vec<Option<Vec<(u32, i8)>>>,
+    pub cubes: Vec<Option<Cube>>,
     /// Improvement passes run (after the greedy pass) and cubes replaced in them.
     pub passes: usize,
     /// Cubes replaced by the improvement passes.
@@ -55,7 +58,7 @@ struct State<'p, 'a> {
     p: &'p Problem<'a>,
     base: &'p [bool],
     count: Vec<u32>,
-    cubes: Vec<Option<Vec<(u32, i8)>>>,
+    cubes: Vec<Option<Cube>>,
 }
 
 impl State<'_, '_> {
@@ -84,7 +87,7 @@ impl State<'_, '_> {
     }
 
     /// Cheapest cube for sensitive `k` against the current state (own cube not counted).
-    fn search(&self, k: usize) -> Option<(f64, Vec<(u32, i8)>)> {
+    fn search(&self, k: usize) -> Option<(f64, Cube)> {
         let p = self.p;
         let geom = p.geom.as_deref()?;
         let s = &p.sens[k];
@@ -94,7 +97,7 @@ impl State<'_, '_> {
         geom.cheapest_cube_beam(s.cell, &accept, BUDGET, BEAM)
     }
 
-    fn set(&mut self, k: usize, cube: Option<Vec<(u32, i8)>>) {
+    fn set(&mut self, k: usize, cube: Option<Cube>) {
         if let Some(old) = self.cubes[k].take() {
             for (c, _) in old {
                 self.count[c as usize] -= 1;
@@ -112,7 +115,7 @@ impl State<'_, '_> {
     fn pass(&mut self, order: &[usize]) -> usize {
         let mut changed = 0;
         for batch in order.chunks(BATCH) {
-            let props: Vec<Option<(f64, Vec<(u32, i8)>)>> = {
+            let props: Vec<Option<(f64, Cube)>> = {
                 let st = &*self;
                 batch.par_iter().map(|&k| st.search(k)).collect()
             };
