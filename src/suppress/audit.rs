@@ -181,6 +181,10 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Try small local LPs (a ball around the target) before the component LPs; gives sparse
     /// witnesses, so later removals invalidate few certificates.
     pub local_first: bool,
+    /// Unknown targets from which the local LPs first try one batch LP per ball (below it,
+    /// one LP per target). Cleanups lower it: a dropped cell often invalidates one shared
+    /// witness with dozens of users, which one batch LP per ball re-certifies.
+    pub group_min: usize,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -223,6 +227,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             has_failed: false,
             lp_only: false,
             local_first: p.n() > LOCAL_FIRST_CELLS,
+            group_min: 65,
         }
     }
 
@@ -471,7 +476,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             .filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown))
             .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
             .collect();
-        if todo.len() > 64 {
+        if todo.len() >= self.group_min {
             self.solve_local_groups(&todo, hops, max)?;
         }
         let todo: Vec<(usize, usize)> =

@@ -17,6 +17,7 @@
 
 pub mod attacker;
 pub mod audit;
+pub(crate) mod cubes;
 pub mod exact;
 pub mod fast;
 pub mod linked;

@@ -233,6 +233,7 @@ struct CostSearch<'s> {
     accept: &'s (dyn Fn(usize) -> Option<f64> + Sync),
     best: Option<(f64, Vec<(u32, i8)>)>,
     budget: usize,
+    beam: usize,
 }
 
 /// Cheapest candidates kept per dimension in [`Geometry::cheapest_cube`].
@@ -250,8 +251,20 @@ impl Geometry<'_> {
         accept: &(dyn Fn(usize) -> Option<f64> + Sync),
         budget: usize,
     ) -> Option<(f64, Vec<(u32, i8)>)> {
+        self.cheapest_cube_beam(t, accept, budget, BEAM)
+    }
+
+    /// [`Self::cheapest_cube`] keeping the `beam` cheapest one-dimensional extensions per
+    /// dimension (a wider search for tables small enough to afford it).
+    pub fn cheapest_cube_beam(
+        &self,
+        t: u32,
+        accept: &(dyn Fn(usize) -> Option<f64> + Sync),
+        budget: usize,
+        beam: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
         let coord = &self.table.cells()[t as usize].coord;
-        let mut st = CostSearch { accept, best: None, budget };
+        let mut st = CostSearch { accept, best: None, budget, beam: beam.max(1) };
         let base = vec![(self.table.index().key(coord), t, 1i8)];
         self.dfs_cost(&mut st, coord, 0, base, 0.0);
         st.best
@@ -290,7 +303,7 @@ impl Geometry<'_> {
             cands.push((add, next));
         }
         cands.sort_by(|a, b| a.0.total_cmp(&b.0));
-        cands.truncate(BEAM);
+        cands.truncate(st.beam);
         for (add, next) in cands {
             if st.best.as_ref().is_none_or(|(b, _)| cost + add < *b) {
                 self.dfs_cost(st, coord, d + 1, next, cost + add);
