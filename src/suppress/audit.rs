@@ -352,6 +352,56 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.certs.iter().flatten().filter(|c| matches!(c, Cert::Ok(w, _) if self.combinatorial[*w as usize])).count()
     }
 
+    /// Candidate certificates handed in by a construction: per sensitive cell (index into
+    /// `Problem::sens`), hypercubes through it (`(cell, ±1)` lists). Every unknown non-sliding
+    /// (cell, direction) gets the greedy sum of its candidates ([`super::witness::combine`]),
+    /// which certifies the pair only when [`super::witness::verify`] accepts it exactly
+    /// against the current pattern and it reaches the protection level; a tampered, stale or
+    /// short candidate is ignored (the pair stays unknown for the search and the LPs). The
+    /// audit stays independent of the construction: trust rests on the verification alone.
+    /// Why: the construction knows a cube for every cell it covered; re-finding cubes of
+    /// hundreds of cells in a dense million-cell pattern costs minutes and can miss within
+    /// the search budget. Ignored by LP-only and exact-interval audits. Returns the pairs
+    /// certified.
+    pub fn offer(&mut self, cands: Vec<(u32, Vec<Vec<(u32, i8)>>)>) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let sup = &self.sup;
+        let certs = &self.certs;
+        let found: Vec<(usize, usize, Vec<(u32, f64)>, f64)> = cands
+            .par_iter()
+            .filter(|(k, cubes)| (*k as usize) < p.sens.len() && !cubes.is_empty())
+            .flat_map_iter(|(k, cubes)| {
+                let k = *k as usize;
+                let s = &p.sens[k];
+                (0..2).filter_map(move |d| {
+                    let n = need(s, d);
+                    if is_sliding(s) || n <= 0.0 || !matches!(certs[k][d], Cert::Unknown) {
+                        return None;
+                    }
+                    let dir = if d == 0 { -1.0 } else { 1.0 };
+                    let w = super::witness::combine(p, cubes, dir, n)?;
+                    let v = super::witness::verify(p, sup, &w, s.cell, dir)?;
+                    (v >= n - tolerance(n)).then(|| (k, d, w.moves(), v))
+                })
+            })
+            .collect();
+        let mut n = 0;
+        for (k, d, z, v) in found {
+            if !matches!(self.certs[k][d], Cert::Unknown) {
+                continue; // a repeated candidate
+            }
+            let id = self.record(z);
+            self.combinatorial[id as usize] = true;
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+            n += 1;
+        }
+        n
+    }
+
     /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each
     /// proposal is verified exactly against the problem before it certifies anything.
     fn solve_witnesses(&mut self) {

@@ -34,13 +34,21 @@ pub(crate) fn trace(what: std::fmt::Arguments) {
     }
 }
 
-/// Outcome of the cover for one sensitive cell: `None` = already certified, `Some(None)` = no
-/// hypercube found, `Some(Some(cube))` = suppress this cube.
-type Pick = Option<Option<Vec<(u32, i8)>>>;
+/// Outcome of the cover for one sensitive cell.
+enum Pick {
+    /// Already certified by the pattern: the cubes of its witnesses.
+    Certified(Vec<Vec<(u32, i8)>>),
+    /// Suppress this cube (the cubes of a one-direction certificate come along).
+    Cube(Vec<(u32, i8)>, Vec<Vec<(u32, i8)>>),
+    /// No hypercube within the look-up budget.
+    Missing,
+}
 
-/// Sensitive cells per batch of [`Work::cover`], and look-ups per hypercube search.
+/// Sensitive cells per batch of [`Work::cover`], and look-ups per hypercube search (first
+/// pass, and the retry for the cells the first pass left without a cube).
 const COVER_BATCH: usize = 2048;
 const COVER_BUDGET: usize = 20_000;
+const COVER_RETRY_BUDGET: usize = 300_000;
 
 /// Whether [`complete`] starts with the hypercube cover.
 fn use_cover(p: &Problem, c: Construction) -> bool {
@@ -63,6 +71,9 @@ pub(crate) struct Work<'p, 'a> {
     pub aud: Auditor<'p, 'a>,
     pub req: Vec<f64>,
     nsup: Vec<u32>,
+    /// Candidate certificates from [`Self::cover`] (sensitive index, cubes through it), handed
+    /// to the auditor by [`complete`], which verifies each one exactly before trusting it.
+    pub candidates: Vec<(u32, Vec<Vec<(u32, i8)>>)>,
 }
 
 impl<'p, 'a> Work<'p, 'a> {
@@ -73,7 +84,7 @@ impl<'p, 'a> Work<'p, 'a> {
             req[s.cell as usize] = requirement(s);
         }
         let nsup = (0..p.rel.len()).map(|r| p.rel.members(r).filter(|&m| sup[m as usize]).count() as u32).collect();
-        Self { p, aud: Auditor::new(p, sup), req, nsup }
+        Self { p, aud: Auditor::new(p, sup), req, nsup, candidates: Vec::new() }
     }
 
     /// Current pattern.
@@ -178,45 +189,80 @@ impl<'p, 'a> Work<'p, 'a> {
         order.sort_by(|&a, &b| requirement(&p.sens[b]).total_cmp(&requirement(&p.sens[a])).then(a.cmp(&b)));
         let mut left = Vec::new();
         for batch in order.chunks(COVER_BATCH) {
-            let sup = &self.aud.sup;
-            let picks: Vec<Pick> = batch
-                .par_iter()
-                .map(|&k| {
-                    let s = &p.sens[k];
-                    let got = super::witness::certify(p, geom, sup, s, &[0, 1], 4, COVER_BUDGET);
-                    let needs = [s.lpl, s.upl];
-                    if (0..2).all(|d| needs[d] <= 0.0 || got[d].is_some()) {
-                        return None;
-                    }
-                    let req = requirement(s);
-                    let accept = |c: usize| {
-                        if p.capacity(c) < req - tolerance(req) {
-                            None
-                        } else if sup[c] {
-                            Some(0.0)
-                        } else if p.fix[c] != Fix::Free {
-                            None
-                        } else {
-                            Some(p.cost[c] + 1e-9)
-                        }
-                    };
-                    Some(geom.cheapest_cube(s.cell, &accept, COVER_BUDGET).map(|(_, cube)| cube))
-                })
-                .collect();
-            for (&k, pick) in batch.iter().zip(picks) {
-                let req = requirement(&p.sens[k]);
-                match pick {
-                    None => {}
-                    Some(None) => left.push(p.sens[k].cell),
-                    Some(Some(cube)) => {
-                        for (c, _) in cube {
-                            self.suppress(c as usize, req.min(p.capacity(c as usize)));
+            self.cover_batch(geom, batch, COVER_BUDGET, &mut left);
+        }
+        if !left.is_empty() {
+            // The pattern is denser now (more cells cost nothing) and the budget larger.
+            let t0 = Instant::now();
+            let first = std::mem::take(&mut left);
+            for batch in first.chunks(COVER_BATCH) {
+                self.cover_batch(geom, batch, COVER_RETRY_BUDGET, &mut left);
+            }
+            trace(format_args!(
+                "hypercube cover retry {:.1}s: {} of {} sensitive cells still without a cube",
+                t0.elapsed().as_secs_f64(),
+                left.len(),
+                first.len()
+            ));
+        }
+        left.into_iter().map(|k| p.sens[k].cell).collect()
+    }
+
+    /// One batch of [`Self::cover`]: cubes chosen in parallel against the pattern at the start
+    /// of the batch, applied in order; the cubes become candidate certificates
+    /// ([`Self::candidates`]); cells without a cube are pushed to `left`.
+    fn cover_batch(&mut self, geom: &super::witness::Geometry, batch: &[usize], budget: usize, left: &mut Vec<usize>) {
+        let p = self.p;
+        let sup = &self.aud.sup;
+        let picks: Vec<Pick> = batch
+            .par_iter()
+            .map(|&k| {
+                let s = &p.sens[k];
+                let got = super::witness::propose(p, geom, sup, s, &[0, 1], 4, budget);
+                let mut cubes: Vec<Vec<(u32, i8)>> = Vec::new();
+                for (w, _) in got.iter().flatten() {
+                    for (_, h) in &w.parts {
+                        if !cubes.contains(h) {
+                            cubes.push(h.clone());
                         }
                     }
                 }
+                let needs = [s.lpl, s.upl];
+                if (0..2).all(|d| needs[d] <= 0.0 || got[d].is_some()) {
+                    return Pick::Certified(cubes);
+                }
+                let req = requirement(s);
+                let accept = |c: usize| {
+                    if p.capacity(c) < req - tolerance(req) {
+                        None
+                    } else if sup[c] {
+                        Some(0.0)
+                    } else if p.fix[c] != Fix::Free {
+                        None
+                    } else {
+                        Some(p.cost[c] + 1e-9)
+                    }
+                };
+                match geom.cheapest_cube(s.cell, &accept, budget) {
+                    Some((_, cube)) => Pick::Cube(cube, cubes),
+                    None => Pick::Missing,
+                }
+            })
+            .collect();
+        for (&k, pick) in batch.iter().zip(picks) {
+            let req = requirement(&p.sens[k]);
+            match pick {
+                Pick::Certified(cubes) => self.candidates.push((k as u32, cubes)),
+                Pick::Missing => left.push(k),
+                Pick::Cube(cube, mut cubes) => {
+                    for &(c, _) in &cube {
+                        self.suppress(c as usize, req.min(p.capacity(c as usize)));
+                    }
+                    cubes.insert(0, cube);
+                    self.candidates.push((k as u32, cubes));
+                }
             }
         }
-        left
     }
 
     /// Repair loop (step 2): audit, satisfy cuts, close, until clean.
@@ -364,6 +410,13 @@ pub(crate) fn complete<'p, 'a>(
             left.len()
         ));
         w.close(left);
+        let t1 = Instant::now();
+        let offered = w.candidates.len();
+        let certified = w.aud.offer(std::mem::take(&mut w.candidates));
+        trace(format_args!(
+            "candidate certificates {:.1}s: {certified} pairs certified from {offered} cells' cubes",
+            t1.elapsed().as_secs_f64()
+        ));
     } else {
         let mut order: Vec<u32> = (0..p.n() as u32).filter(|&i| w.sup()[i as usize]).collect();
         order.sort_by(|&a, &b| w.req[b as usize].total_cmp(&w.req[a as usize]).then(a.cmp(&b)));

@@ -203,29 +203,79 @@ impl<'a> Geometry<'a> {
             st.found.push(partial.iter().map(|&(_, c, s)| (c, s)).collect());
             return;
         }
-        let idx = self.table.index();
         let a = coord[d];
+        let sup = st.sup;
+        let ok = |c: usize| sup[c].then_some(0.0);
+        let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
         'opt: for opt in &self.options[self.start[d] + a as usize] {
             if st.found.len() >= st.max || st.budget == 0 {
                 return;
             }
-            let mut next = partial.clone();
-            for &(key, _, s) in &partial {
-                for &(node, s2) in opt {
+            for &(node, _) in opt {
+                let col = memo[node as usize]
+                    .get_or_insert_with(|| self.column(&mut st.budget, &partial, d, a, node, &ok, f64::INFINITY));
+                if col.is_none() {
                     if st.budget == 0 {
                         return;
                     }
-                    st.budget -= 1;
-                    let k2 = idx.replace(key, d, a, node);
-                    match idx.get(k2) {
-                        Some(c) if st.sup[c] => next.push((k2, c as u32, s * s2)),
-                        _ => continue 'opt,
-                    }
+                    continue 'opt;
                 }
             }
+            let next = extend(&partial, opt, &memo);
             self.dfs(st, coord, d + 1, next);
         }
     }
+
+    /// The cells of `partial` with dimension `d` moved from node `a` to `node`, when all exist
+    /// and pass `accept`, with their summed cost; `None` when one does not, when the cost
+    /// reaches `limit`, or when the `budget` of look-ups runs out (then set to 0). Why: the
+    /// one-dimensional vectors of a node share most of their nodes, so the searches evaluate
+    /// each (partial cube, node) column once instead of once per vector — on marginal cells
+    /// of deep hierarchies (hundreds of vectors, cubes of hundreds of cells) this is what
+    /// keeps the search within its budget.
+    #[allow(clippy::too_many_arguments)]
+    fn column(
+        &self,
+        budget: &mut usize,
+        partial: &[(u128, u32, i8)],
+        d: usize,
+        a: u32,
+        node: u32,
+        accept: &dyn Fn(usize) -> Option<f64>,
+        limit: f64,
+    ) -> Option<Column> {
+        let idx = self.table.index();
+        let mut cells = Vec::with_capacity(partial.len());
+        let mut cost = 0.0;
+        for &(key, _, _) in partial {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
+            let k2 = idx.replace(key, d, a, node);
+            let c = idx.get(k2)?;
+            cost += accept(c)?;
+            if cost >= limit {
+                return None;
+            }
+            cells.push((k2, c as u32));
+        }
+        Some((cost, cells))
+    }
+}
+
+/// One evaluated column of a partial cube (see [`Geometry::column`]): cost and `(key, cell)`
+/// per cell of the partial cube, in its order.
+type Column = (f64, Vec<(u128, u32)>);
+
+/// `partial` extended by the one-dimensional vector `opt` whose columns are all in `memo`.
+fn extend(partial: &[(u128, u32, i8)], opt: &[(u32, i8)], memo: &[Option<Option<Column>>]) -> Partial {
+    let mut next = partial.to_vec();
+    for &(node, s2) in opt {
+        let Some(Some((_, col))) = &memo[node as usize] else { unreachable!("column evaluated before extending") };
+        next.extend(col.iter().zip(partial).map(|(&(k2, c), &(_, _, s))| (k2, c, s * s2)));
+    }
+    next
 }
 
 /// State of [`Geometry::cheapest_cube`].
@@ -264,35 +314,33 @@ impl Geometry<'_> {
             }
             return;
         }
-        let idx = self.table.index();
         let a = coord[d];
         let bound = st.best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
-        let mut cands: Vec<(f64, Partial)> = Vec::new();
-        'opt: for opt in &self.options[self.start[d] + a as usize] {
-            let mut next = partial.clone();
+        let accept = st.accept;
+        let opts = &self.options[self.start[d] + a as usize];
+        let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
+        let mut picks: Vec<(f64, usize)> = Vec::new();
+        'opt: for (o, opt) in opts.iter().enumerate() {
             let mut add = 0.0;
-            for &(key, _, s) in &partial {
-                for &(node, s2) in opt {
-                    if st.budget == 0 {
-                        break 'opt;
-                    }
-                    st.budget -= 1;
-                    let k2 = idx.replace(key, d, a, node);
-                    let Some(c) = idx.get(k2) else { continue 'opt };
-                    let Some(x) = (st.accept)(c) else { continue 'opt };
-                    add += x;
-                    if cost + add >= bound {
-                        continue 'opt;
-                    }
-                    next.push((k2, c as u32, s * s2));
+            for &(node, _) in opt {
+                if st.budget == 0 {
+                    break 'opt;
+                }
+                let col = memo[node as usize]
+                    .get_or_insert_with(|| self.column(&mut st.budget, &partial, d, a, node, accept, bound - cost));
+                let Some((x, _)) = col else { continue 'opt };
+                add += *x;
+                if cost + add >= bound {
+                    continue 'opt;
                 }
             }
-            cands.push((add, next));
+            picks.push((add, o));
         }
-        cands.sort_by(|a, b| a.0.total_cmp(&b.0));
-        cands.truncate(BEAM);
-        for (add, next) in cands {
+        picks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        picks.truncate(BEAM);
+        for (add, o) in picks {
             if st.best.as_ref().is_none_or(|(b, _)| cost + add < *b) {
+                let next = extend(&partial, &opts[o], &memo);
                 self.dfs_cost(st, coord, d + 1, next, cost + add);
             }
         }
@@ -311,6 +359,20 @@ pub(crate) fn certify(
     cubes: usize,
     budget: usize,
 ) -> Certified {
+    propose(p, geom, sup, s, dirs, cubes, budget).map(|r| r.map(|(w, v)| (w.moves(), v)))
+}
+
+/// [`certify`] returning the verified witnesses themselves (their cubes can be handed on as
+/// candidate certificates, see `Auditor::offer`).
+pub(crate) fn propose(
+    p: &Problem,
+    geom: &Geometry,
+    sup: &[bool],
+    s: &super::problem::Sensitive,
+    dirs: &[usize],
+    cubes: usize,
+    budget: usize,
+) -> [Option<(Witness, f64)>; 2] {
     let mut out = [None, None];
     let need = |d: usize| if d == 0 { s.lpl } else { s.upl };
     if dirs.iter().all(|&d| need(d) <= 0.0) {
@@ -331,7 +393,7 @@ pub(crate) fn certify(
             let dir = if d == 0 { -1.0 } else { 1.0 };
             let Some(w) = combine(p, &found, dir, n) else { continue };
             match verify(p, sup, &w, s.cell, dir) {
-                Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w.moves(), v)),
+                Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w, v)),
                 _ => {}
             }
         }
