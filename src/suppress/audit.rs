@@ -376,14 +376,23 @@ impl<'p, 'a> Auditor<'p, 'a> {
             .flat_map_iter(|(k, cubes)| {
                 let k = *k as usize;
                 let s = &p.sens[k];
+                let open = move |d: usize| !is_sliding(s) && need(s, d) > 0.0 && matches!(certs[k][d], Cert::Unknown);
+                // Each cube's balance is checked once for both directions; `combine` only
+                // sums cubes from this checked list, so `reach_within_bounds` completes an
+                // exact `verify`.
+                let ok: Vec<Vec<(u32, i8)>> = if open(0) || open(1) {
+                    cubes.iter().filter(|h| super::witness::balanced(p, sup, h)).cloned().collect()
+                } else {
+                    Vec::new()
+                };
                 (0..2).filter_map(move |d| {
                     let n = need(s, d);
-                    if is_sliding(s) || n <= 0.0 || !matches!(certs[k][d], Cert::Unknown) {
+                    if !open(d) || ok.is_empty() {
                         return None;
                     }
                     let dir = if d == 0 { -1.0 } else { 1.0 };
-                    let w = super::witness::combine(p, cubes, dir, n)?;
-                    let v = super::witness::verify(p, sup, &w, s.cell, dir)?;
+                    let w = super::witness::combine(p, &ok, dir, n)?;
+                    let v = super::witness::reach_within_bounds(p, &w, s.cell, dir)?;
                     (v >= n - tolerance(n)).then(|| (k, d, w.moves(), v))
                 })
             })
@@ -1082,6 +1091,51 @@ mod tests {
             aud.sup[t.find(&[2, 2]).unwrap()] = false;
             assert!(aud.recheck(true).is_none(), "lp_only {lp_only}");
         }
+    }
+
+    /// Candidate certificates are trusted only after exact verification: the right cube
+    /// certifies both directions without a search or LP; tampered ones (a flipped sign, a
+    /// published cell, a cube short of capacity, a foreign cell index) certify nothing and
+    /// leave the verdict to the usual audit.
+    #[test]
+    fn candidate_certificates_are_verified_before_use() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let c = |r: u32, k: u32| t.find(&[r, k]).unwrap() as u32;
+        let cube = vec![(c(1, 1), 1), (c(1, 2), -1), (c(2, 1), -1), (c(2, 2), 1)];
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube.clone()])]), 2);
+        assert!(aud.check().unwrap().is_empty());
+        assert_eq!((aud.lps, aud.witnessed()), (0, 2));
+        assert!(aud.recheck(true).is_some());
+        let mut flipped = cube.clone();
+        flipped[1].1 = 1;
+        let mut published = sup.clone();
+        published[c(2, 2) as usize] = false;
+        let foreign = vec![(c(1, 1), 1), (c(1, 0), -1), (c(0, 1), -1), (c(0, 0), 1)];
+        let a = c(1, 1);
+        for (name, pattern, cand) in [
+            ("flipped sign", &sup, flipped),
+            ("published cell", &published, cube.clone()),
+            ("not a cube of the table", &sup, foreign),
+            ("dropped cell", &sup, cube[..3].to_vec()),
+        ] {
+            let mut aud = Auditor::new(&p, pattern.clone());
+            assert_eq!(aud.offer(vec![(0, vec![cand])]), 0, "{name}");
+            assert_eq!(aud.witnessed(), 0, "{name}");
+        }
+        // Capacity: with UPL 3 the cube reaches only 2 upwards (c = 2 cannot go below 0): the
+        // down direction is certified, the up one is left to the audit, which rejects it.
+        t.set_protection(a as usize, 3.0, 3.0, 0.0);
+        let p = Problem::from_table(&t, Some(&st));
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube]), (7, vec![vec![(a, 1)]])]), 1);
+        let fails = aud.check().unwrap();
+        assert_eq!(fails.len(), 1);
+        assert!(!aud.cell_audits()[0].upper_ok);
     }
 
     /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and

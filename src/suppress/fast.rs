@@ -205,6 +205,36 @@ impl<'p, 'a> Work<'p, 'a> {
                 first.len()
             ));
         }
+        if !left.is_empty() {
+            let t0 = Instant::now();
+            let first = std::mem::take(&mut left);
+            let sup = &self.aud.sup;
+            let covers: Vec<Option<Vec<Vec<(u32, i8)>>>> =
+                first.par_iter().map(|&k| multi_cube(p, geom, sup, k, COVER_RETRY_BUDGET)).collect();
+            for (&k, cover) in first.iter().zip(covers) {
+                let Some(cubes) = cover else {
+                    left.push(k);
+                    continue;
+                };
+                let req = requirement(&p.sens[k]);
+                for cube in &cubes {
+                    for &(c, _) in cube {
+                        self.suppress(c as usize, req.min(p.capacity(c as usize)));
+                    }
+                }
+                self.candidates.push((k as u32, cubes));
+            }
+            trace(format_args!(
+                "multi-cube cover {:.1}s: {} of {} sensitive cells still without a cover{}",
+                t0.elapsed().as_secs_f64(),
+                left.len(),
+                first.len(),
+                left.iter()
+                    .take(5)
+                    .map(|&k| format!(" {:?} req {}", p.geom.as_ref().map(|g| g.coord(p.sens[k].cell)), requirement(&p.sens[k])))
+                    .collect::<String>()
+            ));
+        }
         left.into_iter().map(|k| p.sens[k].cell).collect()
     }
 
@@ -390,6 +420,70 @@ impl<'p, 'a> Work<'p, 'a> {
         }
         Ok(ok)
     }
+}
+
+/// Cubes kept per sensitive cell by [`multi_cube`], and capacity thresholds tried for each
+/// (fractions of the movement still missing).
+const MULTI_CUBES: usize = 8;
+const MULTI_FRACTIONS: [f64; 4] = [1.0, 0.5, 0.25, 0.125];
+
+/// A sum of hypercubes through sensitive cell `k` whose greedy combination moves it by its
+/// requirement both ways, for cells without a single cube of enough capacity (small cells in
+/// every direction of a marginal): cubes are added cheapest first, each using only cells
+/// whose capacity left over by the earlier cubes is at least a fraction of the movement
+/// still missing (so the next cube avoids the bottlenecks of the earlier ones). `None` when
+/// [`MULTI_CUBES`] cubes do not suffice. The cubes are only a proposal: the caller suppresses
+/// them and the auditor verifies their combination exactly ([`super::audit::Auditor::offer`]).
+pub(crate) fn multi_cube(
+    p: &Problem,
+    geom: &super::witness::Geometry,
+    sup: &[bool],
+    k: usize,
+    budget: usize,
+) -> Option<Vec<Vec<(u32, i8)>>> {
+    let s = &p.sens[k];
+    let req = requirement(s);
+    let mut used: crate::table::relations::FastMap<u32, f64> = Default::default();
+    let mut cubes: Vec<Vec<(u32, i8)>> = Vec::new();
+    let mut reach = 0.0;
+    while cubes.len() < MULTI_CUBES && reach < req - tolerance(req) {
+        let rem = req - reach;
+        let mut got = None;
+        for frac in MULTI_FRACTIONS {
+            let theta = rem * frac;
+            let accept = |c: usize| {
+                let u = used.get(&(c as u32)).copied();
+                if p.capacity(c) - u.unwrap_or(0.0) < theta - tolerance(theta) {
+                    None
+                } else if sup[c] || u.is_some() {
+                    Some(0.0)
+                } else if p.fix[c] != Fix::Free {
+                    None
+                } else {
+                    Some(p.cost[c] + 1e-9)
+                }
+            };
+            if let Some((_, cube)) = geom.cheapest_cube(s.cell, &accept, budget) {
+                got = Some(cube);
+                break;
+            }
+        }
+        let cube = got?;
+        let room = cube
+            .iter()
+            .map(|&(c, _)| p.capacity(c as usize) - used.get(&c).copied().unwrap_or(0.0))
+            .fold(f64::INFINITY, f64::min);
+        let delta = rem.min(room);
+        if !(delta > 0.0) {
+            return None;
+        }
+        for &(c, _) in &cube {
+            *used.entry(c).or_insert(0.0) += delta;
+        }
+        reach += delta;
+        cubes.push(cube);
+    }
+    (reach >= req - tolerance(req)).then_some(cubes)
 }
 
 /// Closure of `sup` then repair: a clean pattern containing `sup`, or an error.

@@ -60,38 +60,57 @@ impl Witness {
 /// part's support whose integer sum is not zero, a non-±1 relation coefficient, or a cell
 /// moved outside its attacker bounds.
 pub(crate) fn verify(p: &Problem, sup: &[bool], w: &Witness, t: u32, dir: f64) -> Option<f64> {
+    if !w.parts.iter().all(|(_, h)| balanced(p, sup, h)) {
+        return None;
+    }
+    reach_within_bounds(p, w, t, dir)
+}
+
+/// Whether integer vector `h` is an attacker direction on pattern `sup`: nonempty, every
+/// cell in range, suppressed and listed once with a nonzero coefficient, and every relation
+/// touching it balanced in exact integer arithmetic (±1 relation coefficients only).
+pub(crate) fn balanced(p: &Problem, sup: &[bool], h: &[(u32, i8)]) -> bool {
+    if h.is_empty() {
+        return false;
+    }
+    let mut coef: FastMap<u32, i64> = FastMap::default();
+    for &(c, s) in h {
+        if c as usize >= p.n() || !sup[c as usize] || s == 0 || coef.insert(c, s as i64).is_some() {
+            return false;
+        }
+    }
+    let mut seen: FastMap<u32, ()> = FastMap::default();
+    for &(c, _) in h {
+        for &r in p.rel.of_cell(c as usize) {
+            if seen.insert(r, ()).is_some() {
+                continue;
+            }
+            let mut sum = 0i64;
+            for (m, a) in p.rel.terms(r as usize) {
+                let k = if a == 1.0 {
+                    1
+                } else if a == -1.0 {
+                    -1
+                } else {
+                    return false;
+                };
+                sum += k * coef.get(&m).copied().unwrap_or(0);
+            }
+            if sum != 0 {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The reach `dir·z_t` of `w` when every step is finite and nonzero and the summed move keeps
+/// every cell within its attacker bounds; the parts must already be known [`balanced`].
+pub(crate) fn reach_within_bounds(p: &Problem, w: &Witness, t: u32, dir: f64) -> Option<f64> {
     let mut z: FastMap<u32, f64> = FastMap::default();
     for (delta, h) in &w.parts {
         if !delta.is_finite() || *delta == 0.0 || h.is_empty() {
             return None;
-        }
-        let mut coef: FastMap<u32, i64> = FastMap::default();
-        for &(c, s) in h {
-            if c as usize >= p.n() || !sup[c as usize] || s == 0 || coef.insert(c, s as i64).is_some() {
-                return None;
-            }
-        }
-        let mut seen: FastMap<u32, ()> = FastMap::default();
-        for &(c, _) in h {
-            for &r in p.rel.of_cell(c as usize) {
-                if seen.insert(r, ()).is_some() {
-                    continue;
-                }
-                let mut sum = 0i64;
-                for (m, a) in p.rel.terms(r as usize) {
-                    let k = if a == 1.0 {
-                        1
-                    } else if a == -1.0 {
-                        -1
-                    } else {
-                        return None;
-                    };
-                    sum += k * coef.get(&m).copied().unwrap_or(0);
-                }
-                if sum != 0 {
-                    return None;
-                }
-            }
         }
         for &(c, s) in h {
             *z.entry(c).or_insert(0.0) += delta * s as f64;
@@ -184,6 +203,11 @@ impl<'a> Geometry<'a> {
             }
         }
         Self { table, options, start }
+    }
+
+    /// Coordinate of cell `c` (for diagnostics).
+    pub fn coord(&self, c: u32) -> &[u32] {
+        &self.table.cells()[c as usize].coord
     }
 
     /// Up to `max` hypercubes through suppressed cell `t` whose whole support exists and is
