@@ -411,6 +411,42 @@ impl<'p, 'a> Auditor<'p, 'a> {
         n
     }
 
+    /// Candidate attacker moves `(sensitive index, direction, move)` handed in by a
+    /// construction (e.g. box LPs): a move certifies an unknown non-sliding pair only when it
+    /// passes the same check as [`Self::recheck`] — support suppressed, bounds held, every
+    /// relation touching the support balanced to the LP feasibility tolerance — and reaches
+    /// the protection level; anything else is ignored. Ignored by LP-only and exact-interval
+    /// audits. Returns the pairs certified.
+    pub fn offer_moves(&mut self, cands: Vec<(u32, u8, Vec<(u32, f64)>)>) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let mut n_ok = 0;
+        for (k, d, z) in cands {
+            let (k, d) = (k as usize, d as usize);
+            if k >= p.sens.len() || d > 1 || !matches!(self.certs[k][d], Cert::Unknown) {
+                continue;
+            }
+            let s = &p.sens[k];
+            let n = need(s, d);
+            if is_sliding(s) || n <= 0.0 {
+                continue;
+            }
+            let Some(zm) = feasible_move(p, &self.sup, &z) else { continue };
+            let dir = if d == 0 { -1.0 } else { 1.0 };
+            let v = dir * zm.get(&s.cell).copied().unwrap_or(0.0);
+            if !(v >= n - tolerance(n)) {
+                continue;
+            }
+            let id = self.record(z);
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+            n_ok += 1;
+        }
+        n_ok
+    }
+
     /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each
     /// proposal is verified exactly against the problem before it certifies anything.
     fn solve_witnesses(&mut self) {

@@ -74,6 +74,9 @@ pub(crate) struct Work<'p, 'a> {
     /// Candidate certificates from [`Self::cover`] (sensitive index, cubes through it), handed
     /// to the auditor by [`complete`], which verifies each one exactly before trusting it.
     pub candidates: Vec<(u32, Vec<Vec<(u32, i8)>>)>,
+    /// Candidate attacker moves from box LPs ([`box_cover`]): (sensitive index, direction,
+    /// move), verified by the auditor like an LP witness before it is trusted.
+    pub move_candidates: Vec<(u32, u8, Vec<(u32, f64)>)>,
 }
 
 impl<'p, 'a> Work<'p, 'a> {
@@ -84,7 +87,7 @@ impl<'p, 'a> Work<'p, 'a> {
             req[s.cell as usize] = requirement(s);
         }
         let nsup = (0..p.rel.len()).map(|r| p.rel.members(r).filter(|&m| sup[m as usize]).count() as u32).collect();
-        Self { p, aud: Auditor::new(p, sup), req, nsup, candidates: Vec::new() }
+        Self { p, aud: Auditor::new(p, sup), req, nsup, candidates: Vec::new(), move_candidates: Vec::new() }
     }
 
     /// Current pattern.
@@ -224,8 +227,27 @@ impl<'p, 'a> Work<'p, 'a> {
                 }
                 self.candidates.push((k as u32, cubes));
             }
+            if !left.is_empty() {
+                let boxed = std::mem::take(&mut left);
+                let sup = &self.aud.sup;
+                let moves: Vec<Option<Vec<(u8, Vec<(u32, f64)>)>>> =
+                    boxed.par_iter().map(|&k| box_cover(p, geom, sup, k)).collect();
+                for (&k, mv) in boxed.iter().zip(moves) {
+                    let Some(mv) = mv else {
+                        left.push(k);
+                        continue;
+                    };
+                    let req = requirement(&p.sens[k]);
+                    for (d, z) in mv {
+                        for &(c, _) in &z {
+                            self.suppress(c as usize, req.min(p.capacity(c as usize)));
+                        }
+                        self.move_candidates.push((k as u32, d, z));
+                    }
+                }
+            }
             trace(format_args!(
-                "multi-cube cover {:.1}s: {} of {} sensitive cells still without a cover{}",
+                "multi-cube and box-LP cover {:.1}s: {} of {} sensitive cells still without a cover{}",
                 t0.elapsed().as_secs_f64(),
                 left.len(),
                 first.len(),
@@ -486,6 +508,51 @@ pub(crate) fn multi_cube(
     (reach >= req - tolerance(req)).then_some(cubes)
 }
 
+/// Coordinates in the box of a [`box_cover`] LP.
+const BOX_COORDS: usize = 20_000;
+
+/// Attacker moves of sensitive cell `k` reaching its protection levels both ways inside a box
+/// around it ([`super::witness::Geometry::neighbourhood`]) where every suppressed or free cell
+/// may move and every other cell is held at its value: one LP per direction, a restriction of
+/// the attacker once the support of the optimum is suppressed. For cells without any cube
+/// (sparse cells, marginals of few contributors); `None` when a direction falls short or an
+/// LP fails (the cell is then left to the closure). The moves are proposals the auditor
+/// verifies ([`super::audit::Auditor::offer_moves`]).
+pub(crate) fn box_cover(
+    p: &Problem,
+    geom: &super::witness::Geometry,
+    sup: &[bool],
+    k: usize,
+) -> Option<Vec<(u8, Vec<(u32, f64)>)>> {
+    let s = &p.sens[k];
+    let cells: Vec<u32> = geom
+        .neighbourhood(s.cell, BOX_COORDS)
+        .into_iter()
+        .filter(|&c| sup[c as usize] || p.fix[c as usize] == Fix::Free)
+        .collect();
+    let mut open = sup.to_vec();
+    for &c in &cells {
+        open[c as usize] = true;
+    }
+    let mut rows: Vec<u32> = cells.iter().flat_map(|&c| p.rel.of_cell(c as usize).iter().copied()).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let lp = super::attacker::CompLp::new(p, &open, cells, rows);
+    let mut out = Vec::new();
+    for (d, n) in [(0u8, s.lpl), (1, s.upl)] {
+        if n <= 0.0 {
+            continue;
+        }
+        let dir = if d == 0 { -1.0 } else { 1.0 };
+        let (att, _) = lp.single(p, &|_| 1.0, s.cell, dir, n, n).ok()?;
+        if att.value < n - tolerance(n) {
+            return None;
+        }
+        out.push((d, att.witness));
+    }
+    Some(out)
+}
+
 /// Closure of `sup` then repair: a clean pattern containing `sup`, or an error.
 pub(crate) fn complete<'p, 'a>(
     p: &'p Problem<'a>,
@@ -506,7 +573,8 @@ pub(crate) fn complete<'p, 'a>(
         w.close(left);
         let t1 = Instant::now();
         let offered = w.candidates.len();
-        let certified = w.aud.offer(std::mem::take(&mut w.candidates));
+        let certified = w.aud.offer(std::mem::take(&mut w.candidates))
+            + w.aud.offer_moves(std::mem::take(&mut w.move_candidates));
         trace(format_args!(
             "candidate certificates {:.1}s: {certified} pairs certified from {offered} cells' cubes",
             t1.elapsed().as_secs_f64()
@@ -599,6 +667,110 @@ mod tests {
             assert!(p1.audit.under_protected == 0 && p1.audit.witnessed > 0, "{:?}", p1.audit);
             assert!(s1.iter().filter(|&&x| x).count() > p1.primaries, "the cover suppressed nothing");
         }
+    }
+
+    /// No single rectangle through the primary has room for its protection level (each has a
+    /// cell of value 2 < 3 and the marginals are published), but two rectangles with
+    /// different bottlenecks do: the multi-cube cover finds them, and the audit certifies
+    /// both directions from those candidate cubes without a search or an LP; an independent
+    /// LP-only audit agrees.
+    #[test]
+    fn multi_cube_cover_certifies_a_cell_without_a_single_cube() {
+        use crate::suppress::tests::{grid, primary};
+        use crate::table::CellStatus;
+        let vals = [vec![30.0, 2.0, 20.0], vec![2.0, 20.0, 20.0], vec![20.0, 20.0, 2.0]];
+        let mut t = grid(&vals, None);
+        for i in 0..t.cells().len() {
+            if t.cells()[i].coord.contains(&0) {
+                t.set_status(i, CellStatus::Protected);
+            }
+        }
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let p = Problem::from_table(&t, None);
+        let geom = p.geom.clone().unwrap();
+        let accept = |c: usize| (p.capacity(c) >= 3.0 && p.fix[c] == Fix::Free).then_some(p.cost[c]);
+        assert!(geom.cheapest_cube(a as u32, &accept, 10_000).is_none(), "a single rectangle would do");
+        let mut w = Work::new(&p, p.initial());
+        assert!(w.cover().is_empty());
+        assert_eq!(w.candidates.len(), 1);
+        assert_eq!(w.candidates[0].1.len(), 2, "{:?}", w.candidates);
+        assert_eq!(w.aud.offer(std::mem::take(&mut w.candidates)), 2);
+        let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
+        let prot = protect(&t, &o).unwrap();
+        assert_eq!((prot.audit.lps_solved, prot.audit.witnessed), (0, 2), "{:?}", prot.audit);
+        let lp = crate::suppress::audit(
+            &t,
+            &prot.statuses,
+            true,
+            &crate::suppress::AuditOptions { lp_only: true, exact_intervals: true },
+        )
+        .unwrap();
+        assert!(lp.is_clean());
+        assert!(lp.cells[0].hi >= vals[0][0] + 3.0 - 1e-6 && lp.cells[0].lo <= vals[0][0] - 3.0 + 1e-6);
+    }
+
+    /// A 3x3 table whose existing interior cells form a hexagon (rows and columns share at
+    /// most one cell), marginals published: no hypercube exists through the primary, but the
+    /// box LP finds the six-cell cycle; the audit certifies it from the candidate moves (no
+    /// LP of its own) and an independent LP-only audit agrees. Tampered moves are refused.
+    #[test]
+    fn box_lp_cover_certifies_a_cell_without_any_cube() {
+        use crate::suppress::tests::primary;
+        use crate::table::{Cell, CellStatus, Dimension, Table};
+        let interior = [(1u32, 1u32, 30.0), (1, 2, 20.0), (2, 2, 25.0), (2, 3, 20.0), (3, 3, 22.0), (3, 1, 20.0)];
+        let mut sums: crate::table::relations::FastMap<(u32, u32), f64> = Default::default();
+        for &(r, c, v) in &interior {
+            for key in [(r, c), (r, 0), (0, c), (0, 0)] {
+                *sums.entry(key).or_insert(0.0) += v;
+            }
+        }
+        let mut keys: Vec<_> = sums.keys().copied().collect();
+        keys.sort_unstable();
+        let cells = keys.iter().map(|&(r, c)| Cell::new(vec![r, c], sums[&(r, c)], 5)).collect();
+        let rows = Dimension::flat("row", &["a", "b", "c"]);
+        let cols = Dimension::flat("col", &["x", "y", "z"]);
+        let mut t = Table::new(vec![rows, cols], cells).unwrap();
+        for i in 0..t.cells().len() {
+            if t.cells()[i].coord.contains(&0) {
+                t.set_status(i, CellStatus::Protected);
+            }
+        }
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let p = Problem::from_table(&t, None);
+        let geom = p.geom.clone().unwrap();
+        assert!(multi_cube(&p, &geom, &p.initial(), 0, 10_000).is_none());
+        let moves = box_cover(&p, &geom, &p.initial(), 0).unwrap();
+        assert_eq!(moves.len(), 2);
+        for (_, z) in &moves {
+            assert_eq!(z.len(), 6, "{z:?}");
+        }
+        let mut w = Work::new(&p, p.initial());
+        assert!(w.cover().is_empty());
+        // Tampered: a move off one relation, or with a cell the pattern publishes.
+        let mut off = w.move_candidates[0].2.clone();
+        off[1].1 *= 2.0;
+        let mut sup = w.sup().to_vec();
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer_moves(vec![(0, w.move_candidates[0].1, off)]), 0);
+        sup[t.find(&[2, 3]).unwrap()] = false;
+        let mut aud = Auditor::new(&p, sup);
+        assert_eq!(aud.offer_moves(w.move_candidates.clone()), 0);
+        assert_eq!(w.aud.offer_moves(std::mem::take(&mut w.move_candidates)), 2);
+        assert!(w.aud.check().unwrap().is_empty());
+        assert_eq!(w.aud.lps, 0);
+        let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
+        let prot = protect(&t, &o).unwrap();
+        assert_eq!(prot.audit.lps_solved, 0, "{:?}", prot.audit);
+        assert_eq!(prot.secondaries, 5);
+        let lp = crate::suppress::audit(
+            &t,
+            &prot.statuses,
+            true,
+            &crate::suppress::AuditOptions { lp_only: true, exact_intervals: true },
+        )
+        .unwrap();
+        assert!(lp.is_clean());
+        assert!(lp.cells[0].cell == a && lp.cells[0].hi >= 33.0 - 1e-6 && lp.cells[0].lo <= 27.0 + 1e-6);
     }
 
     /// Every pattern the cover leaves behind is completed into an audited one, with and

@@ -210,6 +210,80 @@ impl<'a> Geometry<'a> {
         &self.table.cells()[c as usize].coord
     }
 
+    /// Existing cells of a box around cell `t`: per dimension a list of nodes (`t`'s own,
+    /// its parent, its siblings, then the descendants of those breadth-first), each list
+    /// grown round-robin while the number of coordinates in the product stays within
+    /// `max_coords`. Why: an attacker LP over such a box, with every other cell held at its
+    /// value, is a restriction of the attacker (any optimum is a valid witness) that follows
+    /// the table's geometry: it finds moves through cells that exist even where no tensor
+    /// product of one-dimensional vectors does (sparse tables, marginals of few contributors).
+    pub fn neighbourhood(&self, t: u32, max_coords: usize) -> Vec<u32> {
+        let coord = self.coord(t).to_vec();
+        let lists: Vec<Vec<u32>> = self
+            .table
+            .dims()
+            .iter()
+            .zip(&coord)
+            .map(|(dim, &a)| {
+                let ch = dim.children();
+                let mut order = vec![a as usize];
+                if let Some(par) = dim.parent[a as usize] {
+                    order.push(par);
+                    order.extend(ch[par].iter().copied().filter(|&b| b != a as usize));
+                }
+                let mut k = 0;
+                while k < order.len() {
+                    let x = order[k];
+                    k += 1;
+                    for &c in &ch[x] {
+                        if !order.contains(&c) {
+                            order.push(c);
+                        }
+                    }
+                }
+                order.into_iter().map(|x| x as u32).collect()
+            })
+            .collect();
+        let mut sizes = vec![1usize; lists.len()];
+        let mut coords = 1usize;
+        loop {
+            let mut grew = false;
+            for (d, l) in lists.iter().enumerate() {
+                let next = coords / sizes[d] * (sizes[d] + 1);
+                if sizes[d] < l.len() && next <= max_coords {
+                    coords = next;
+                    sizes[d] += 1;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        let idx = self.table.index();
+        let mut out = Vec::new();
+        let mut at = vec![0usize; lists.len()];
+        let mut c = coord.clone();
+        'all: loop {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = lists[d][k];
+            }
+            if let Some(i) = idx.find(&c) {
+                out.push(i as u32);
+            }
+            for d in 0..at.len() {
+                at[d] += 1;
+                if at[d] < sizes[d] {
+                    continue 'all;
+                }
+                at[d] = 0;
+            }
+            break;
+        }
+        out.sort_unstable();
+        out
+    }
+
     /// Up to `max` hypercubes through suppressed cell `t` whose whole support exists and is
     /// suppressed in `sup`, as `(cell, ±1)` lists with `t` first; at most `budget` cell
     /// look-ups. Depth-first over dimensions, smallest one-dimensional vectors first.
