@@ -228,6 +228,41 @@ impl<'p, 'a> Work<'p, 'a> {
                 self.candidates.push((k as u32, cubes));
             }
             if !left.is_empty() {
+                // The cube up from the largest leaf below the cell: expensive (marginals up to
+                // the grand total) but almost always available.
+                let rest = std::mem::take(&mut left);
+                let sup = &self.aud.sup;
+                let cubes: Vec<Option<Vec<(u32, i8)>>> = rest
+                    .par_iter()
+                    .map(|&k| {
+                        let req = requirement(&p.sens[k]);
+                        let accept = |c: usize| {
+                            if p.capacity(c) < req - tolerance(req) {
+                                None
+                            } else if sup[c] {
+                                Some(0.0)
+                            } else if p.fix[c] != Fix::Free {
+                                None
+                            } else {
+                                Some(p.cost[c] + 1e-9)
+                            }
+                        };
+                        geom.ancestor_cube(p.sens[k].cell, &accept, COVER_RETRY_BUDGET).map(|(_, cube)| cube)
+                    })
+                    .collect();
+                for (&k, cube) in rest.iter().zip(cubes) {
+                    let Some(cube) = cube else {
+                        left.push(k);
+                        continue;
+                    };
+                    let req = requirement(&p.sens[k]);
+                    for &(c, _) in &cube {
+                        self.suppress(c as usize, req.min(p.capacity(c as usize)));
+                    }
+                    self.candidates.push((k as u32, vec![cube]));
+                }
+            }
+            if !left.is_empty() {
                 let boxed = std::mem::take(&mut left);
                 let sup = &self.aud.sup;
                 let moves: Vec<Option<Vec<(u8, Vec<(u32, f64)>)>>> =
@@ -247,7 +282,7 @@ impl<'p, 'a> Work<'p, 'a> {
                 }
             }
             trace(format_args!(
-                "multi-cube and box-LP cover {:.1}s: {} of {} sensitive cells still without a cover{}",
+                "multi-cube, ancestor-cube and box-LP cover {:.1}s: {} of {} sensitive cells still without a cover{}",
                 t0.elapsed().as_secs_f64(),
                 left.len(),
                 first.len(),
@@ -508,8 +543,8 @@ pub(crate) fn multi_cube(
     (reach >= req - tolerance(req)).then_some(cubes)
 }
 
-/// Coordinates in the box of a [`box_cover`] LP.
-const BOX_COORDS: usize = 20_000;
+/// Coordinates in the boxes of [`box_cover`]'s LPs, tried in order.
+const BOX_COORDS: [usize; 2] = [20_000, 120_000];
 
 /// Attacker moves of sensitive cell `k` reaching its protection levels both ways inside a box
 /// around it ([`super::witness::Geometry::neighbourhood`]) where every suppressed or free cell
@@ -524,9 +559,20 @@ pub(crate) fn box_cover(
     sup: &[bool],
     k: usize,
 ) -> Option<Vec<(u8, Vec<(u32, f64)>)>> {
+    BOX_COORDS.iter().find_map(|&size| box_moves(p, geom, sup, k, size))
+}
+
+/// [`box_cover`] with a box of at most `max_coords` coordinates.
+fn box_moves(
+    p: &Problem,
+    geom: &super::witness::Geometry,
+    sup: &[bool],
+    k: usize,
+    max_coords: usize,
+) -> Option<Vec<(u8, Vec<(u32, f64)>)>> {
     let s = &p.sens[k];
     let cells: Vec<u32> = geom
-        .neighbourhood(s.cell, BOX_COORDS)
+        .neighbourhood(s.cell, max_coords)
         .into_iter()
         .filter(|&c| sup[c as usize] || p.fix[c as usize] == Fix::Free)
         .collect();
@@ -707,6 +753,49 @@ mod tests {
         .unwrap();
         assert!(lp.is_clean());
         assert!(lp.cells[0].hi >= vals[0][0] + 3.0 - 1e-6 && lp.cells[0].lo <= vals[0][0] - 3.0 + 1e-6);
+    }
+
+    /// The ancestor cube of a cell (all its marginals up to the grand total, all `+1`) is a
+    /// balanced cube whose cells are at least as large as the cell: with every neighbour too
+    /// small for a rectangle (value 1 < level 3) it still certifies both directions exactly;
+    /// `fast` protects the table (audit clean, no LP) and the LP-only audit agrees.
+    #[test]
+    fn ancestor_cube_covers_a_cell_with_only_small_neighbours() {
+        use crate::suppress::tests::{grid, primary};
+        let vals = [vec![30.0, 1.0, 1.0], vec![1.0, 1.0, 1.0], vec![1.0, 1.0, 1.0]];
+        let mut t = grid(&vals, None);
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let p = Problem::from_table(&t, None);
+        let geom = p.geom.clone().unwrap();
+        let accept = |c: usize| (p.capacity(c) >= 3.0).then_some(p.cost[c]);
+        let (_, cube) = geom.ancestor_cube(a as u32, &accept, 1000).unwrap();
+        let mut cells: Vec<u32> = cube.iter().map(|&(c, _)| c).collect();
+        cells.sort_unstable();
+        let mut want: Vec<u32> = [[1, 1], [1, 0], [0, 1], [0, 0]].iter().map(|c| t.find(c).unwrap() as u32).collect();
+        want.sort_unstable();
+        assert_eq!(cells, want);
+        let mut sup = p.initial();
+        for &c in &cells {
+            sup[c as usize] = true;
+        }
+        for dir in [1.0, -1.0] {
+            let w = super::super::witness::combine(&p, &[cube.clone()], dir, 3.0).unwrap();
+            assert!(super::super::witness::verify(&p, &sup, &w, a as u32, dir).unwrap() >= 3.0 - 1e-6);
+        }
+        // A published marginal on the way: refused.
+        let refuse = |c: usize| (c as u32 != want[0]).then_some(0.0);
+        assert!(geom.ancestor_cube(a as u32, &refuse, 1000).is_none());
+        let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
+        let prot = protect(&t, &o).unwrap();
+        assert_eq!(prot.audit.lps_solved, 0, "{:?}", prot.audit);
+        let lp = crate::suppress::audit(
+            &t,
+            &prot.statuses,
+            true,
+            &crate::suppress::AuditOptions { lp_only: true, exact_intervals: true },
+        )
+        .unwrap();
+        assert!(lp.is_clean() && lp.cells[0].cell == a);
     }
 
     /// A 3x3 table whose existing interior cells form a hexagon (rows and columns share at

@@ -210,6 +210,101 @@ impl<'a> Geometry<'a> {
         &self.table.cells()[c as usize].coord
     }
 
+    /// The cube of every cell between a leaf-level descendant `L` of `t` and the grand
+    /// total: per dimension the path from `L`'s node up to the root, all with `+1` (balanced:
+    /// each node on a path has exactly one child on it). Every such cell is a marginal of
+    /// `L`, so it exists and its value is at least `L`'s: a cube that needs no sibling cell,
+    /// for sensitive cells whose neighbourhood is too sparse or too small for any cheaper
+    /// cube. `L` is the descendant of largest value among the first `max_lookups`
+    /// coordinates tried. Returns the cost (`accept` summed; `None` if a cell is refused).
+    pub fn ancestor_cube(
+        &self,
+        t: u32,
+        accept: &dyn Fn(usize) -> Option<f64>,
+        max_lookups: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        let coord = self.coord(t).to_vec();
+        let dims = self.table.dims();
+        let leaves: Vec<Vec<u32>> = dims
+            .iter()
+            .zip(&coord)
+            .map(|(dim, &a)| {
+                let ch = dim.children();
+                let mut stack = vec![a as usize];
+                let mut out = Vec::new();
+                while let Some(x) = stack.pop() {
+                    if ch[x].is_empty() {
+                        out.push(x as u32);
+                    } else {
+                        stack.extend(ch[x].iter().rev());
+                    }
+                }
+                out
+            })
+            .collect();
+        let idx = self.table.index();
+        let cells = self.table.cells();
+        let mut best: Option<(f64, Vec<u32>)> = None;
+        let mut at = vec![0usize; leaves.len()];
+        let mut c = coord.clone();
+        let mut lookups = 0;
+        'all: while lookups < max_lookups {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = leaves[d][k];
+            }
+            lookups += 1;
+            if let Some(i) = idx.find(&c) {
+                if best.as_ref().is_none_or(|(v, _)| cells[i].value > *v) {
+                    best = Some((cells[i].value, c.clone()));
+                }
+            }
+            for d in 0..at.len() {
+                at[d] += 1;
+                if at[d] < leaves[d].len() {
+                    continue 'all;
+                }
+                at[d] = 0;
+            }
+            break;
+        }
+        let (_, leaf) = best?;
+        let paths: Vec<Vec<u32>> = dims
+            .iter()
+            .zip(&leaf)
+            .map(|(dim, &l)| {
+                let mut path = vec![l];
+                let mut x = l as usize;
+                while let Some(par) = dim.parent[x] {
+                    path.push(par as u32);
+                    x = par;
+                }
+                path
+            })
+            .collect();
+        let mut cube = vec![(t, 1i8)];
+        let mut cost = 0.0;
+        let mut at = vec![0usize; paths.len()];
+        'cube: loop {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = paths[d][k];
+            }
+            let i = idx.find(&c)?;
+            if i as u32 != t {
+                cost += accept(i)?;
+                cube.push((i as u32, 1));
+            }
+            for d in 0..at.len() {
+                at[d] += 1;
+                if at[d] < paths[d].len() {
+                    continue 'cube;
+                }
+                at[d] = 0;
+            }
+            break;
+        }
+        Some((cost, cube))
+    }
+
     /// Existing cells of a box around cell `t`: per dimension a list of nodes (`t`'s own,
     /// its parent, its siblings, then the descendants of those breadth-first), each list
     /// grown round-robin while the number of coordinates in the product stays within
@@ -226,20 +321,29 @@ impl<'a> Geometry<'a> {
             .zip(&coord)
             .map(|(dim, &a)| {
                 let ch = dim.children();
-                let mut order = vec![a as usize];
-                if let Some(par) = dim.parent[a as usize] {
-                    order.push(par);
-                    order.extend(ch[par].iter().copied().filter(|&b| b != a as usize));
-                }
-                let mut k = 0;
-                while k < order.len() {
-                    let x = order[k];
-                    k += 1;
-                    for &c in &ch[x] {
-                        if !order.contains(&c) {
-                            order.push(c);
+                // The node and its subtree, then up the ancestor chain: the siblings of each
+                // node on the chain (with their subtrees) before its parent.
+                let mut order: Vec<usize> = Vec::new();
+                let push_tree = |order: &mut Vec<usize>, root: usize| {
+                    let start = order.len();
+                    order.push(root);
+                    let mut k = start;
+                    while k < order.len() {
+                        let x = order[k];
+                        k += 1;
+                        order.extend(ch[x].iter().copied());
+                    }
+                };
+                push_tree(&mut order, a as usize);
+                let mut x = a as usize;
+                while let Some(par) = dim.parent[x] {
+                    for &b in &ch[par] {
+                        if b != x {
+                            push_tree(&mut order, b);
                         }
                     }
+                    order.push(par);
+                    x = par;
                 }
                 order.into_iter().map(|x| x as u32).collect()
             })
