@@ -137,6 +137,18 @@ pub(crate) fn audit_problem(
     Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps, witnessed })
 }
 
+/// A hypercube as `(cell, ±1)` pairs.
+pub(crate) type Cube = Vec<(u32, i8)>;
+
+/// A candidate certificate for [`Auditor::offer`]: sensitive index and cubes through it.
+pub(crate) type CubeCandidate = (u32, Vec<Cube>);
+
+/// A candidate move for [`Auditor::offer_moves`]: sensitive index, direction, move.
+pub(crate) type MoveCandidate = (u32, u8, Vec<(u32, f64)>);
+
+/// A verified candidate: sensitive index, direction, move, reach.
+type Verified = (usize, usize, Vec<(u32, f64)>, f64);
+
 /// Certificate state of one (sensitive cell, direction).
 #[derive(Debug, Clone)]
 enum Cert {
@@ -363,14 +375,14 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// hundreds of cells in a dense million-cell pattern costs minutes and can miss within
     /// the search budget. Ignored by LP-only and exact-interval audits. Returns the pairs
     /// certified.
-    pub fn offer(&mut self, cands: Vec<(u32, Vec<Vec<(u32, i8)>>)>) -> usize {
+    pub fn offer(&mut self, cands: Vec<CubeCandidate>) -> usize {
         let p = self.p;
         if self.lp_only || self.exact {
             return 0;
         }
         let sup = &self.sup;
         let certs = &self.certs;
-        let found: Vec<(usize, usize, Vec<(u32, f64)>, f64)> = cands
+        let found: Vec<Verified> = cands
             .par_iter()
             .filter(|(k, cubes)| (*k as usize) < p.sens.len() && !cubes.is_empty())
             .flat_map_iter(|(k, cubes)| {
@@ -417,7 +429,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// relation touching the support balanced to the LP feasibility tolerance — and reaches
     /// the protection level; anything else is ignored. Ignored by LP-only and exact-interval
     /// audits. Returns the pairs certified.
-    pub fn offer_moves(&mut self, cands: Vec<(u32, u8, Vec<(u32, f64)>)>) -> usize {
+    pub fn offer_moves(&mut self, cands: Vec<MoveCandidate>) -> usize {
         let p = self.p;
         if self.lp_only || self.exact {
             return 0;
@@ -436,7 +448,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             let Some(zm) = feasible_move(p, &self.sup, &z) else { continue };
             let dir = if d == 0 { -1.0 } else { 1.0 };
             let v = dir * zm.get(&s.cell).copied().unwrap_or(0.0);
-            if !(v >= n - tolerance(n)) {
+            if v.is_nan() || v < n - tolerance(n) {
                 continue;
             }
             let id = self.record(z);

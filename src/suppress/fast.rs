@@ -73,10 +73,10 @@ pub(crate) struct Work<'p, 'a> {
     nsup: Vec<u32>,
     /// Candidate certificates from [`Self::cover`] (sensitive index, cubes through it), handed
     /// to the auditor by [`complete`], which verifies each one exactly before trusting it.
-    pub candidates: Vec<(u32, Vec<Vec<(u32, i8)>>)>,
+    pub candidates: Vec<super::audit::CubeCandidate>,
     /// Candidate attacker moves from box LPs ([`box_cover`]): (sensitive index, direction,
     /// move), verified by the auditor like an LP witness before it is trusted.
-    pub move_candidates: Vec<(u32, u8, Vec<(u32, f64)>)>,
+    pub move_candidates: Vec<super::audit::MoveCandidate>,
 }
 
 impl<'p, 'a> Work<'p, 'a> {
@@ -212,7 +212,7 @@ impl<'p, 'a> Work<'p, 'a> {
             let t0 = Instant::now();
             let first = std::mem::take(&mut left);
             let sup = &self.aud.sup;
-            let covers: Vec<Option<Vec<Vec<(u32, i8)>>>> =
+            let covers: Vec<Option<Vec<super::audit::Cube>>> =
                 first.par_iter().map(|&k| multi_cube(p, geom, sup, k, COVER_RETRY_BUDGET)).collect();
             for (&k, cover) in first.iter().zip(covers) {
                 let Some(cubes) = cover else {
@@ -265,8 +265,7 @@ impl<'p, 'a> Work<'p, 'a> {
             if !left.is_empty() {
                 let boxed = std::mem::take(&mut left);
                 let sup = &self.aud.sup;
-                let moves: Vec<Option<Vec<(u8, Vec<(u32, f64)>)>>> =
-                    boxed.par_iter().map(|&k| box_cover(p, geom, sup, k)).collect();
+                let moves: Vec<Option<DirectedMoves>> = boxed.par_iter().map(|&k| box_cover(p, geom, sup, k)).collect();
                 for (&k, mv) in boxed.iter().zip(moves) {
                     let Some(mv) = mv else {
                         left.push(k);
@@ -288,7 +287,11 @@ impl<'p, 'a> Work<'p, 'a> {
                 first.len(),
                 left.iter()
                     .take(5)
-                    .map(|&k| format!(" {:?} req {}", p.geom.as_ref().map(|g| g.coord(p.sens[k].cell)), requirement(&p.sens[k])))
+                    .map(|&k| format!(
+                        " {:?} req {}",
+                        p.geom.as_ref().map(|g| g.coord(p.sens[k].cell)),
+                        requirement(&p.sens[k])
+                    ))
                     .collect::<String>()
             ));
         }
@@ -531,7 +534,7 @@ pub(crate) fn multi_cube(
             .map(|&(c, _)| p.capacity(c as usize) - used.get(&c).copied().unwrap_or(0.0))
             .fold(f64::INFINITY, f64::min);
         let delta = rem.min(room);
-        if !(delta > 0.0) {
+        if delta.is_nan() || delta <= 0.0 {
             return None;
         }
         for &(c, _) in &cube {
@@ -543,6 +546,9 @@ pub(crate) fn multi_cube(
     (reach >= req - tolerance(req)).then_some(cubes)
 }
 
+/// Attacker moves per direction (0 = down, 1 = up) of one sensitive cell.
+type DirectedMoves = Vec<(u8, Vec<(u32, f64)>)>;
+
 /// Coordinates in the boxes of [`box_cover`]'s LPs, tried in order.
 const BOX_COORDS: [usize; 2] = [20_000, 120_000];
 
@@ -553,12 +559,7 @@ const BOX_COORDS: [usize; 2] = [20_000, 120_000];
 /// (sparse cells, marginals of few contributors); `None` when a direction falls short or an
 /// LP fails (the cell is then left to the closure). The moves are proposals the auditor
 /// verifies ([`super::audit::Auditor::offer_moves`]).
-pub(crate) fn box_cover(
-    p: &Problem,
-    geom: &super::witness::Geometry,
-    sup: &[bool],
-    k: usize,
-) -> Option<Vec<(u8, Vec<(u32, f64)>)>> {
+pub(crate) fn box_cover(p: &Problem, geom: &super::witness::Geometry, sup: &[bool], k: usize) -> Option<DirectedMoves> {
     BOX_COORDS.iter().find_map(|&size| box_moves(p, geom, sup, k, size))
 }
 
@@ -569,7 +570,7 @@ fn box_moves(
     sup: &[bool],
     k: usize,
     max_coords: usize,
-) -> Option<Vec<(u8, Vec<(u32, f64)>)>> {
+) -> Option<DirectedMoves> {
     let s = &p.sens[k];
     let cells: Vec<u32> = geom
         .neighbourhood(s.cell, max_coords)
@@ -619,8 +620,8 @@ pub(crate) fn complete<'p, 'a>(
         w.close(left);
         let t1 = Instant::now();
         let offered = w.candidates.len();
-        let certified = w.aud.offer(std::mem::take(&mut w.candidates))
-            + w.aud.offer_moves(std::mem::take(&mut w.move_candidates));
+        let certified =
+            w.aud.offer(std::mem::take(&mut w.candidates)) + w.aud.offer_moves(std::mem::take(&mut w.move_candidates));
         trace(format_args!(
             "candidate certificates {:.1}s: {certified} pairs certified from {offered} cells' cubes",
             t1.elapsed().as_secs_f64()
@@ -779,7 +780,7 @@ mod tests {
             sup[c as usize] = true;
         }
         for dir in [1.0, -1.0] {
-            let w = super::super::witness::combine(&p, &[cube.clone()], dir, 3.0).unwrap();
+            let w = super::super::witness::combine(&p, std::slice::from_ref(&cube), dir, 3.0).unwrap();
             assert!(super::super::witness::verify(&p, &sup, &w, a as u32, dir).unwrap() >= 3.0 - 1e-6);
         }
         // A published marginal on the way: refused.
