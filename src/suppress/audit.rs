@@ -137,6 +137,18 @@ pub(crate) fn audit_problem(
     Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps, witnessed })
 }
 
+/// A hypercube as `(cell, ±1)` pairs.
+pub(crate) type Cube = Vec<(u32, i8)>;
+
+/// A candidate certificate for [`Auditor::offer`]: sensitive index and cubes through it.
+pub(crate) type CubeCandidate = (u32, Vec<Cube>);
+
+/// A candidate move for [`Auditor::offer_moves`]: sensitive index, direction, move.
+pub(crate) type MoveCandidate = (u32, u8, Vec<(u32, f64)>);
+
+/// A verified candidate: sensitive index, direction, move, reach.
+type Verified = (usize, usize, Vec<(u32, f64)>, f64);
+
 /// Certificate state of one (sensitive cell, direction).
 #[derive(Debug, Clone)]
 enum Cert {
@@ -355,6 +367,101 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// Pairs currently certified by combinatorial witnesses.
     pub fn witnessed(&self) -> usize {
         self.certs.iter().flatten().filter(|c| matches!(c, Cert::Ok(w, _) if self.combinatorial[*w as usize])).count()
+    }
+
+    /// Candidate certificates handed in by a construction: per sensitive cell (index into
+    /// `Problem::sens`), hypercubes through it (`(cell, ±1)` lists). Every unknown non-sliding
+    /// (cell, direction) gets the greedy sum of its candidates ([`super::witness::combine`]),
+    /// which certifies the pair only when [`super::witness::verify`] accepts it exactly
+    /// against the current pattern and it reaches the protection level; a tampered, stale or
+    /// short candidate is ignored (the pair stays unknown for the search and the LPs). The
+    /// audit stays independent of the construction: trust rests on the verification alone.
+    /// Why: the construction knows a cube for every cell it covered; re-finding cubes of
+    /// hundreds of cells in a dense million-cell pattern costs minutes and can miss within
+    /// the search budget. Ignored by LP-only and exact-interval audits. Returns the pairs
+    /// certified.
+    pub fn offer(&mut self, cands: Vec<CubeCandidate>) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let sup = &self.sup;
+        let certs = &self.certs;
+        let found: Vec<Verified> = cands
+            .par_iter()
+            .filter(|(k, cubes)| (*k as usize) < p.sens.len() && !cubes.is_empty())
+            .flat_map_iter(|(k, cubes)| {
+                let k = *k as usize;
+                let s = &p.sens[k];
+                let open = move |d: usize| !is_sliding(s) && need(s, d) > 0.0 && matches!(certs[k][d], Cert::Unknown);
+                // Each cube's balance is checked once for both directions; `combine` only
+                // sums cubes from this checked list, so `reach_within_bounds` completes an
+                // exact `verify`.
+                let ok: Vec<Vec<(u32, i8)>> = if open(0) || open(1) {
+                    cubes.iter().filter(|h| super::witness::balanced(p, sup, h)).cloned().collect()
+                } else {
+                    Vec::new()
+                };
+                (0..2).filter_map(move |d| {
+                    let n = need(s, d);
+                    if !open(d) || ok.is_empty() {
+                        return None;
+                    }
+                    let dir = if d == 0 { -1.0 } else { 1.0 };
+                    let w = super::witness::combine(p, &ok, dir, n)?;
+                    let v = super::witness::reach_within_bounds(p, &w, s.cell, dir)?;
+                    (v >= n - tolerance(n)).then(|| (k, d, w.moves(), v))
+                })
+            })
+            .collect();
+        let mut n = 0;
+        for (k, d, z, v) in found {
+            if !matches!(self.certs[k][d], Cert::Unknown) {
+                continue; // a repeated candidate
+            }
+            let id = self.record(z);
+            self.combinatorial[id as usize] = true;
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+            n += 1;
+        }
+        n
+    }
+
+    /// Candidate attacker moves `(sensitive index, direction, move)` handed in by a
+    /// construction (e.g. box LPs): a move certifies an unknown non-sliding pair only when it
+    /// passes the same check as [`Self::recheck`] — support suppressed, bounds held, every
+    /// relation touching the support balanced to the LP feasibility tolerance — and reaches
+    /// the protection level; anything else is ignored. Ignored by LP-only and exact-interval
+    /// audits. Returns the pairs certified.
+    pub fn offer_moves(&mut self, cands: Vec<MoveCandidate>) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let mut n_ok = 0;
+        for (k, d, z) in cands {
+            let (k, d) = (k as usize, d as usize);
+            if k >= p.sens.len() || d > 1 || !matches!(self.certs[k][d], Cert::Unknown) {
+                continue;
+            }
+            let s = &p.sens[k];
+            let n = need(s, d);
+            if is_sliding(s) || n <= 0.0 {
+                continue;
+            }
+            let Some(zm) = feasible_move(p, &self.sup, &z) else { continue };
+            let dir = if d == 0 { -1.0 } else { 1.0 };
+            let v = dir * zm.get(&s.cell).copied().unwrap_or(0.0);
+            if v.is_nan() || v < n - tolerance(n) {
+                continue;
+            }
+            let id = self.record(z);
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+            n_ok += 1;
+        }
+        n_ok
     }
 
     /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each
@@ -1037,6 +1144,51 @@ mod tests {
             aud.sup[t.find(&[2, 2]).unwrap()] = false;
             assert!(aud.recheck(true).is_none(), "lp_only {lp_only}");
         }
+    }
+
+    /// Candidate certificates are trusted only after exact verification: the right cube
+    /// certifies both directions without a search or LP; tampered ones (a flipped sign, a
+    /// published cell, a cube short of capacity, a foreign cell index) certify nothing and
+    /// leave the verdict to the usual audit.
+    #[test]
+    fn candidate_certificates_are_verified_before_use() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let c = |r: u32, k: u32| t.find(&[r, k]).unwrap() as u32;
+        let cube = vec![(c(1, 1), 1), (c(1, 2), -1), (c(2, 1), -1), (c(2, 2), 1)];
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube.clone()])]), 2);
+        assert!(aud.check().unwrap().is_empty());
+        assert_eq!((aud.lps, aud.witnessed()), (0, 2));
+        assert!(aud.recheck(true).is_some());
+        let mut flipped = cube.clone();
+        flipped[1].1 = 1;
+        let mut published = sup.clone();
+        published[c(2, 2) as usize] = false;
+        let foreign = vec![(c(1, 1), 1), (c(1, 0), -1), (c(0, 1), -1), (c(0, 0), 1)];
+        let a = c(1, 1);
+        for (name, pattern, cand) in [
+            ("flipped sign", &sup, flipped),
+            ("published cell", &published, cube.clone()),
+            ("not a cube of the table", &sup, foreign),
+            ("dropped cell", &sup, cube[..3].to_vec()),
+        ] {
+            let mut aud = Auditor::new(&p, pattern.clone());
+            assert_eq!(aud.offer(vec![(0, vec![cand])]), 0, "{name}");
+            assert_eq!(aud.witnessed(), 0, "{name}");
+        }
+        // Capacity: with UPL 3 the cube reaches only 2 upwards (c = 2 cannot go below 0): the
+        // down direction is certified, the up one is left to the audit, which rejects it.
+        t.set_protection(a as usize, 3.0, 3.0, 0.0);
+        let p = Problem::from_table(&t, Some(&st));
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube]), (7, vec![vec![(a, 1)]])]), 1);
+        let fails = aud.check().unwrap();
+        assert_eq!(fails.len(), 1);
+        assert!(!aud.cell_audits()[0].upper_ok);
     }
 
     /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and

@@ -60,38 +60,57 @@ impl Witness {
 /// part's support whose integer sum is not zero, a non-±1 relation coefficient, or a cell
 /// moved outside its attacker bounds.
 pub(crate) fn verify(p: &Problem, sup: &[bool], w: &Witness, t: u32, dir: f64) -> Option<f64> {
+    if !w.parts.iter().all(|(_, h)| balanced(p, sup, h)) {
+        return None;
+    }
+    reach_within_bounds(p, w, t, dir)
+}
+
+/// Whether integer vector `h` is an attacker direction on pattern `sup`: nonempty, every
+/// cell in range, suppressed and listed once with a nonzero coefficient, and every relation
+/// touching it balanced in exact integer arithmetic (±1 relation coefficients only).
+pub(crate) fn balanced(p: &Problem, sup: &[bool], h: &[(u32, i8)]) -> bool {
+    if h.is_empty() {
+        return false;
+    }
+    let mut coef: FastMap<u32, i64> = FastMap::default();
+    for &(c, s) in h {
+        if c as usize >= p.n() || !sup[c as usize] || s == 0 || coef.insert(c, s as i64).is_some() {
+            return false;
+        }
+    }
+    let mut seen: FastMap<u32, ()> = FastMap::default();
+    for &(c, _) in h {
+        for &r in p.rel.of_cell(c as usize) {
+            if seen.insert(r, ()).is_some() {
+                continue;
+            }
+            let mut sum = 0i64;
+            for (m, a) in p.rel.terms(r as usize) {
+                let k = if a == 1.0 {
+                    1
+                } else if a == -1.0 {
+                    -1
+                } else {
+                    return false;
+                };
+                sum += k * coef.get(&m).copied().unwrap_or(0);
+            }
+            if sum != 0 {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The reach `dir·z_t` of `w` when every step is finite and nonzero and the summed move keeps
+/// every cell within its attacker bounds; the parts must already be known [`balanced`].
+pub(crate) fn reach_within_bounds(p: &Problem, w: &Witness, t: u32, dir: f64) -> Option<f64> {
     let mut z: FastMap<u32, f64> = FastMap::default();
     for (delta, h) in &w.parts {
         if !delta.is_finite() || *delta == 0.0 || h.is_empty() {
             return None;
-        }
-        let mut coef: FastMap<u32, i64> = FastMap::default();
-        for &(c, s) in h {
-            if c as usize >= p.n() || !sup[c as usize] || s == 0 || coef.insert(c, s as i64).is_some() {
-                return None;
-            }
-        }
-        let mut seen: FastMap<u32, ()> = FastMap::default();
-        for &(c, _) in h {
-            for &r in p.rel.of_cell(c as usize) {
-                if seen.insert(r, ()).is_some() {
-                    continue;
-                }
-                let mut sum = 0i64;
-                for (m, a) in p.rel.terms(r as usize) {
-                    let k = if a == 1.0 {
-                        1
-                    } else if a == -1.0 {
-                        -1
-                    } else {
-                        return None;
-                    };
-                    sum += k * coef.get(&m).copied().unwrap_or(0);
-                }
-                if sum != 0 {
-                    return None;
-                }
-            }
         }
         for &(c, s) in h {
             *z.entry(c).or_insert(0.0) += delta * s as f64;
@@ -186,6 +205,189 @@ impl<'a> Geometry<'a> {
         Self { table, options, start }
     }
 
+    /// Coordinate of cell `c` (for diagnostics).
+    pub fn coord(&self, c: u32) -> &[u32] {
+        &self.table.cells()[c as usize].coord
+    }
+
+    /// The cube of every cell between a leaf-level descendant `L` of `t` and the grand
+    /// total: per dimension the path from `L`'s node up to the root, all with `+1` (balanced:
+    /// each node on a path has exactly one child on it). Every such cell is a marginal of
+    /// `L`, so it exists and its value is at least `L`'s: a cube that needs no sibling cell,
+    /// for sensitive cells whose neighbourhood is too sparse or too small for any cheaper
+    /// cube. `L` is the descendant of largest value among the first `max_lookups`
+    /// coordinates tried. Returns the cost (`accept` summed; `None` if a cell is refused).
+    pub fn ancestor_cube(
+        &self,
+        t: u32,
+        accept: &dyn Fn(usize) -> Option<f64>,
+        max_lookups: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        let coord = self.coord(t).to_vec();
+        let dims = self.table.dims();
+        let leaves: Vec<Vec<u32>> = dims
+            .iter()
+            .zip(&coord)
+            .map(|(dim, &a)| {
+                let ch = dim.children();
+                let mut stack = vec![a as usize];
+                let mut out = Vec::new();
+                while let Some(x) = stack.pop() {
+                    if ch[x].is_empty() {
+                        out.push(x as u32);
+                    } else {
+                        stack.extend(ch[x].iter().rev());
+                    }
+                }
+                out
+            })
+            .collect();
+        let idx = self.table.index();
+        let cells = self.table.cells();
+        let mut best: Option<(f64, Vec<u32>)> = None;
+        let mut at = vec![0usize; leaves.len()];
+        let mut c = coord.clone();
+        let mut lookups = 0;
+        'all: while lookups < max_lookups {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = leaves[d][k];
+            }
+            lookups += 1;
+            if let Some(i) = idx.find(&c) {
+                if best.as_ref().is_none_or(|(v, _)| cells[i].value > *v) {
+                    best = Some((cells[i].value, c.clone()));
+                }
+            }
+            for d in 0..at.len() {
+                at[d] += 1;
+                if at[d] < leaves[d].len() {
+                    continue 'all;
+                }
+                at[d] = 0;
+            }
+            break;
+        }
+        let (_, leaf) = best?;
+        let paths: Vec<Vec<u32>> = dims
+            .iter()
+            .zip(&leaf)
+            .map(|(dim, &l)| {
+                let mut path = vec![l];
+                let mut x = l as usize;
+                while let Some(par) = dim.parent[x] {
+                    path.push(par as u32);
+                    x = par;
+                }
+                path
+            })
+            .collect();
+        let mut cube = vec![(t, 1i8)];
+        let mut cost = 0.0;
+        let mut at = vec![0usize; paths.len()];
+        'cube: loop {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = paths[d][k];
+            }
+            let i = idx.find(&c)?;
+            if i as u32 != t {
+                cost += accept(i)?;
+                cube.push((i as u32, 1));
+            }
+            for d in 0..at.len() {
+                at[d] += 1;
+                if at[d] < paths[d].len() {
+                    continue 'cube;
+                }
+                at[d] = 0;
+            }
+            break;
+        }
+        Some((cost, cube))
+    }
+
+    /// Existing cells of a box around cell `t`: per dimension a list of nodes (`t`'s own,
+    /// its parent, its siblings, then the descendants of those breadth-first), each list
+    /// grown round-robin while the number of coordinates in the product stays within
+    /// `max_coords`. Why: an attacker LP over such a box, with every other cell held at its
+    /// value, is a restriction of the attacker (any optimum is a valid witness) that follows
+    /// the table's geometry: it finds moves through cells that exist even where no tensor
+    /// product of one-dimensional vectors does (sparse tables, marginals of few contributors).
+    pub fn neighbourhood(&self, t: u32, max_coords: usize) -> Vec<u32> {
+        let coord = self.coord(t).to_vec();
+        let lists: Vec<Vec<u32>> = self
+            .table
+            .dims()
+            .iter()
+            .zip(&coord)
+            .map(|(dim, &a)| {
+                let ch = dim.children();
+                // The node and its subtree, then up the ancestor chain: the siblings of each
+                // node on the chain (with their subtrees) before its parent.
+                let mut order: Vec<usize> = Vec::new();
+                let push_tree = |order: &mut Vec<usize>, root: usize| {
+                    let start = order.len();
+                    order.push(root);
+                    let mut k = start;
+                    while k < order.len() {
+                        let x = order[k];
+                        k += 1;
+                        order.extend(ch[x].iter().copied());
+                    }
+                };
+                push_tree(&mut order, a as usize);
+                let mut x = a as usize;
+                while let Some(par) = dim.parent[x] {
+                    for &b in &ch[par] {
+                        if b != x {
+                            push_tree(&mut order, b);
+                        }
+                    }
+                    order.push(par);
+                    x = par;
+                }
+                order.into_iter().map(|x| x as u32).collect()
+            })
+            .collect();
+        let mut sizes = vec![1usize; lists.len()];
+        let mut coords = 1usize;
+        loop {
+            let mut grew = false;
+            for (d, l) in lists.iter().enumerate() {
+                let next = coords / sizes[d] * (sizes[d] + 1);
+                if sizes[d] < l.len() && next <= max_coords {
+                    coords = next;
+                    sizes[d] += 1;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        let idx = self.table.index();
+        let mut out = Vec::new();
+        let mut at = vec![0usize; lists.len()];
+        let mut c = coord.clone();
+        'all: loop {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = lists[d][k];
+            }
+            if let Some(i) = idx.find(&c) {
+                out.push(i as u32);
+            }
+            for d in 0..at.len() {
+                at[d] += 1;
+                if at[d] < sizes[d] {
+                    continue 'all;
+                }
+                at[d] = 0;
+            }
+            break;
+        }
+        out.sort_unstable();
+        out
+    }
+
     /// Up to `max` hypercubes through suppressed cell `t` whose whole support exists and is
     /// suppressed in `sup`, as `(cell, ±1)` lists with `t` first; at most `budget` cell
     /// look-ups. Depth-first over dimensions, smallest one-dimensional vectors first.
@@ -203,29 +405,79 @@ impl<'a> Geometry<'a> {
             st.found.push(partial.iter().map(|&(_, c, s)| (c, s)).collect());
             return;
         }
-        let idx = self.table.index();
         let a = coord[d];
+        let sup = st.sup;
+        let ok = |c: usize| sup[c].then_some(0.0);
+        let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
         'opt: for opt in &self.options[self.start[d] + a as usize] {
             if st.found.len() >= st.max || st.budget == 0 {
                 return;
             }
-            let mut next = partial.clone();
-            for &(key, _, s) in &partial {
-                for &(node, s2) in opt {
+            for &(node, _) in opt {
+                let col = memo[node as usize]
+                    .get_or_insert_with(|| self.column(&mut st.budget, &partial, d, a, node, &ok, f64::INFINITY));
+                if col.is_none() {
                     if st.budget == 0 {
                         return;
                     }
-                    st.budget -= 1;
-                    let k2 = idx.replace(key, d, a, node);
-                    match idx.get(k2) {
-                        Some(c) if st.sup[c] => next.push((k2, c as u32, s * s2)),
-                        _ => continue 'opt,
-                    }
+                    continue 'opt;
                 }
             }
+            let next = extend(&partial, opt, &memo);
             self.dfs(st, coord, d + 1, next);
         }
     }
+
+    /// The cells of `partial` with dimension `d` moved from node `a` to `node`, when all exist
+    /// and pass `accept`, with their summed cost; `None` when one does not, when the cost
+    /// reaches `limit`, or when the `budget` of look-ups runs out (then set to 0). Why: the
+    /// one-dimensional vectors of a node share most of their nodes, so the searches evaluate
+    /// each (partial cube, node) column once instead of once per vector — on marginal cells
+    /// of deep hierarchies (hundreds of vectors, cubes of hundreds of cells) this is what
+    /// keeps the search within its budget.
+    #[allow(clippy::too_many_arguments)]
+    fn column(
+        &self,
+        budget: &mut usize,
+        partial: &[(u128, u32, i8)],
+        d: usize,
+        a: u32,
+        node: u32,
+        accept: &dyn Fn(usize) -> Option<f64>,
+        limit: f64,
+    ) -> Option<Column> {
+        let idx = self.table.index();
+        let mut cells = Vec::with_capacity(partial.len());
+        let mut cost = 0.0;
+        for &(key, _, _) in partial {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
+            let k2 = idx.replace(key, d, a, node);
+            let c = idx.get(k2)?;
+            cost += accept(c)?;
+            if cost >= limit {
+                return None;
+            }
+            cells.push((k2, c as u32));
+        }
+        Some((cost, cells))
+    }
+}
+
+/// One evaluated column of a partial cube (see [`Geometry::column`]): cost and `(key, cell)`
+/// per cell of the partial cube, in its order.
+type Column = (f64, Vec<(u128, u32)>);
+
+/// `partial` extended by the one-dimensional vector `opt` whose columns are all in `memo`.
+fn extend(partial: &[(u128, u32, i8)], opt: &[(u32, i8)], memo: &[Option<Option<Column>>]) -> Partial {
+    let mut next = partial.to_vec();
+    for &(node, s2) in opt {
+        let Some(Some((_, col))) = &memo[node as usize] else { unreachable!("column evaluated before extending") };
+        next.extend(col.iter().zip(partial).map(|(&(k2, c), &(_, _, s))| (k2, c, s * s2)));
+    }
+    next
 }
 
 /// State of [`Geometry::cheapest_cube`].
@@ -277,35 +529,33 @@ impl Geometry<'_> {
             }
             return;
         }
-        let idx = self.table.index();
         let a = coord[d];
         let bound = st.best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
-        let mut cands: Vec<(f64, Partial)> = Vec::new();
-        'opt: for opt in &self.options[self.start[d] + a as usize] {
-            let mut next = partial.clone();
+        let accept = st.accept;
+        let opts = &self.options[self.start[d] + a as usize];
+        let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
+        let mut picks: Vec<(f64, usize)> = Vec::new();
+        'opt: for (o, opt) in opts.iter().enumerate() {
             let mut add = 0.0;
-            for &(key, _, s) in &partial {
-                for &(node, s2) in opt {
-                    if st.budget == 0 {
-                        break 'opt;
-                    }
-                    st.budget -= 1;
-                    let k2 = idx.replace(key, d, a, node);
-                    let Some(c) = idx.get(k2) else { continue 'opt };
-                    let Some(x) = (st.accept)(c) else { continue 'opt };
-                    add += x;
-                    if cost + add >= bound {
-                        continue 'opt;
-                    }
-                    next.push((k2, c as u32, s * s2));
+            for &(node, _) in opt {
+                if st.budget == 0 {
+                    break 'opt;
+                }
+                let col = memo[node as usize]
+                    .get_or_insert_with(|| self.column(&mut st.budget, &partial, d, a, node, accept, bound - cost));
+                let Some((x, _)) = col else { continue 'opt };
+                add += *x;
+                if cost + add >= bound {
+                    continue 'opt;
                 }
             }
-            cands.push((add, next));
+            picks.push((add, o));
         }
-        cands.sort_by(|a, b| a.0.total_cmp(&b.0));
-        cands.truncate(st.beam);
-        for (add, next) in cands {
+        picks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        picks.truncate(st.beam);
+        for (add, o) in picks {
             if st.best.as_ref().is_none_or(|(b, _)| cost + add < *b) {
+                let next = extend(&partial, &opts[o], &memo);
                 self.dfs_cost(st, coord, d + 1, next, cost + add);
             }
         }
@@ -324,6 +574,20 @@ pub(crate) fn certify(
     cubes: usize,
     budget: usize,
 ) -> Certified {
+    propose(p, geom, sup, s, dirs, cubes, budget).map(|r| r.map(|(w, v)| (w.moves(), v)))
+}
+
+/// [`certify`] returning the verified witnesses themselves (their cubes can be handed on as
+/// candidate certificates, see `Auditor::offer`).
+pub(crate) fn propose(
+    p: &Problem,
+    geom: &Geometry,
+    sup: &[bool],
+    s: &super::problem::Sensitive,
+    dirs: &[usize],
+    cubes: usize,
+    budget: usize,
+) -> [Option<(Witness, f64)>; 2] {
     let mut out = [None, None];
     let need = |d: usize| if d == 0 { s.lpl } else { s.upl };
     if dirs.iter().all(|&d| need(d) <= 0.0) {
@@ -344,7 +608,7 @@ pub(crate) fn certify(
             let dir = if d == 0 { -1.0 } else { 1.0 };
             let Some(w) = combine(p, &found, dir, n) else { continue };
             match verify(p, sup, &w, s.cell, dir) {
-                Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w.moves(), v)),
+                Some(v) if v >= n - super::attacker::tolerance(n) => out[d] = Some((w, v)),
                 _ => {}
             }
         }
