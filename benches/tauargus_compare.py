@@ -168,9 +168,13 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
         return {"tool": "tau-Argus", "method": method, "error": f"pytauargus not importable: {e}"}
     import pandas as pd
 
+    size_dir = size_dir.resolve()
     micro = pd.read_parquet(size_dir / "micro.parquet")
     wd = size_dir / ("tau_" + "".join(ch if ch.isalnum() else "_" for ch in method))
     subprocess.run(["rm", "-rf", str(wd)], check=True)
+    wd.mkdir(parents=True)
+    cwd = os.getcwd()
+    os.chdir(wd)  # the engine also writes its logs (HiTaS.log, cspSCIP.*) to the current directory
     t0 = time.perf_counter()
     try:
         res = protect(micro, ["a", "b", "c"], response="value", safety_rules=SAFETY,
@@ -179,6 +183,8 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
     except Exception as e:  # noqa: BLE001 - any engine failure is a result to report
         return {"tool": "tau-Argus", "method": method, "error": f"{type(e).__name__}: {e}",
                 "time": time.perf_counter() - t0}
+    finally:
+        os.chdir(cwd)
     wall = time.perf_counter() - t0
     rows = res.tables[0].rows
     tau = {(r["a"], r["b"], r["c"]): r["status"] for r in rows}
