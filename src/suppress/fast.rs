@@ -64,6 +64,21 @@ const COVER_RETRY_BUDGET: usize = 300_000;
 const ASSIGN_MAX_CELLS: usize = 200_000;
 const ASSIGN_PASSES: usize = 8;
 
+/// Cost of using cell `c` in a cube that protects a cell with movement requirement `req` on
+/// pattern `sup`: `None` when it cannot carry the movement or must stay published, 0 when it is
+/// already suppressed, else its cost (plus a tiny amount, so fewer new cells win ties).
+fn cube_cell_cost(p: &Problem, sup: &[bool], req: f64, c: usize) -> Option<f64> {
+    if p.capacity(c) < req - tolerance(req) {
+        None
+    } else if sup[c] {
+        Some(0.0)
+    } else if p.fix[c] != Fix::Free {
+        None
+    } else {
+        Some(p.cost[c] + 1e-9)
+    }
+}
+
 /// Whether [`complete`] starts with the hypercube cover.
 fn use_cover(p: &Problem, c: Construction) -> bool {
     p.geom.is_some()
@@ -294,17 +309,7 @@ impl<'p, 'a> Work<'p, 'a> {
                     .par_iter()
                     .map(|&k| {
                         let req = requirement(&p.sens[k]);
-                        let accept = |c: usize| {
-                            if p.capacity(c) < req - tolerance(req) {
-                                None
-                            } else if sup[c] {
-                                Some(0.0)
-                            } else if p.fix[c] != Fix::Free {
-                                None
-                            } else {
-                                Some(p.cost[c] + 1e-9)
-                            }
-                        };
+                        let accept = |c: usize| cube_cell_cost(p, sup, req, c);
                         geom.ancestor_cube(p.sens[k].cell, &accept, COVER_RETRY_BUDGET).map(|(_, cube)| cube)
                     })
                     .collect();
@@ -380,17 +385,7 @@ impl<'p, 'a> Work<'p, 'a> {
                     return Pick::Certified(cubes);
                 }
                 let req = requirement(s);
-                let accept = |c: usize| {
-                    if p.capacity(c) < req - tolerance(req) {
-                        None
-                    } else if sup[c] {
-                        Some(0.0)
-                    } else if p.fix[c] != Fix::Free {
-                        None
-                    } else {
-                        Some(p.cost[c] + 1e-9)
-                    }
-                };
+                let accept = |c: usize| cube_cell_cost(p, sup, req, c);
                 match geom.cheapest_cube(s.cell, &accept, budget) {
                     Some((_, cube)) => Pick::Cube(cube, cubes),
                     None => Pick::Missing,

@@ -248,7 +248,7 @@ impl<'a> Geometry<'a> {
         let mut at = vec![0usize; leaves.len()];
         let mut c = coord.clone();
         let mut lookups = 0;
-        'all: while lookups < max_lookups {
+        while lookups < max_lookups {
             for (d, &k) in at.iter().enumerate() {
                 c[d] = leaves[d][k];
             }
@@ -258,14 +258,9 @@ impl<'a> Geometry<'a> {
                     best = Some((cells[i].value, c.clone()));
                 }
             }
-            for d in 0..at.len() {
-                at[d] += 1;
-                if at[d] < leaves[d].len() {
-                    continue 'all;
-                }
-                at[d] = 0;
+            if !advance(&mut at, |d| leaves[d].len()) {
+                break;
             }
-            break;
         }
         let (_, leaf) = best?;
         let paths: Vec<Vec<u32>> = dims
@@ -284,7 +279,7 @@ impl<'a> Geometry<'a> {
         let mut cube = vec![(t, 1i8)];
         let mut cost = 0.0;
         let mut at = vec![0usize; paths.len()];
-        'cube: loop {
+        loop {
             for (d, &k) in at.iter().enumerate() {
                 c[d] = paths[d][k];
             }
@@ -293,14 +288,9 @@ impl<'a> Geometry<'a> {
                 cost += accept(i)?;
                 cube.push((i as u32, 1));
             }
-            for d in 0..at.len() {
-                at[d] += 1;
-                if at[d] < paths[d].len() {
-                    continue 'cube;
-                }
-                at[d] = 0;
+            if !advance(&mut at, |d| paths[d].len()) {
+                break;
             }
-            break;
         }
         Some((cost, cube))
     }
@@ -368,21 +358,16 @@ impl<'a> Geometry<'a> {
         let mut out = Vec::new();
         let mut at = vec![0usize; lists.len()];
         let mut c = coord.clone();
-        'all: loop {
+        loop {
             for (d, &k) in at.iter().enumerate() {
                 c[d] = lists[d][k];
             }
             if let Some(i) = idx.find(&c) {
                 out.push(i as u32);
             }
-            for d in 0..at.len() {
-                at[d] += 1;
-                if at[d] < sizes[d] {
-                    continue 'all;
-                }
-                at[d] = 0;
+            if !advance(&mut at, |d| sizes[d]) {
+                break;
             }
-            break;
         }
         out.sort_unstable();
         out
@@ -560,6 +545,19 @@ impl Geometry<'_> {
             }
         }
     }
+}
+
+/// Advances the mixed-radix counter `at` (digit `d` runs over `0..len(d)`, the first digit
+/// fastest); `false` once every combination has been visited.
+fn advance(at: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    for (d, x) in at.iter_mut().enumerate() {
+        *x += 1;
+        if *x < len(d) {
+            return true;
+        }
+        *x = 0;
+    }
+    false
 }
 
 /// Combinatorial certificates of sensitive cell `s` for the directions in `dirs` (0 = down by
