@@ -125,6 +125,12 @@ impl AuditOutcome {
         use std::io::Write;
         let io = |e| Error::io(path, e);
         let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        self.write_csv_to(&mut w).map_err(io)?;
+        w.flush().map_err(io)
+    }
+
+    /// [`Self::write_csv`] to any writer (e.g. standard output); codes are quoted when needed.
+    pub fn write_csv_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
         let q = |s: &str| {
             if s.contains([',', '"', '\n']) {
                 format!("\"{}\"", s.replace('"', "\"\""))
@@ -133,7 +139,7 @@ impl AuditOutcome {
             }
         };
         let head: Vec<String> = self.variables.iter().map(|v| q(v)).collect();
-        writeln!(w, "{},status,value,lpl,upl,lo,hi,protected", head.join(",")).map_err(io)?;
+        writeln!(w, "{},status,value,lpl,upl,lo,hi,protected", head.join(","))?;
         for c in &self.intervals {
             let codes: Vec<String> = c.codes.iter().map(|v| q(v)).collect();
             writeln!(
@@ -147,10 +153,9 @@ impl AuditOutcome {
                 c.lo,
                 c.hi,
                 c.protected
-            )
-            .map_err(io)?;
+            )?;
         }
-        w.flush().map_err(io)
+        Ok(())
     }
 }
 

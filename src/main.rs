@@ -290,20 +290,7 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             }
             if verbosity > Verbosity::Quiet {
                 if out.is_none() {
-                    println!("{},status,value,lpl,upl,lo,hi,protected", o.variables.join(","));
-                    for c in &o.intervals {
-                        println!(
-                            "{},{},{},{},{},{},{},{}",
-                            c.codes.join(","),
-                            c.status,
-                            c.value,
-                            c.lpl,
-                            c.upl,
-                            c.lo,
-                            c.hi,
-                            c.protected
-                        );
-                    }
+                    o.write_csv_to(&mut std::io::stdout().lock()).context("writing the intervals")?;
                 }
                 println!(
                     "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {} attacker LPs",

@@ -845,6 +845,15 @@ pub(crate) fn run_certified(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Forces every marginal of a 2-dimensional table published (`Protected`).
+    fn publish_marginals(t: &mut crate::table::Table) {
+        for i in 0..t.cells().len() {
+            if t.cells()[i].coord.contains(&0) {
+                t.set_status(i, crate::table::CellStatus::Protected);
+            }
+        }
+    }
     use crate::suppress::{protect, Method};
     use crate::table::synth::{generate, SynthSpec};
 
@@ -900,14 +909,9 @@ mod tests {
     #[test]
     fn multi_cube_cover_certifies_a_cell_without_a_single_cube() {
         use crate::suppress::tests::{grid, primary};
-        use crate::table::CellStatus;
         let vals = [vec![30.0, 2.0, 20.0], vec![2.0, 20.0, 20.0], vec![20.0, 20.0, 2.0]];
         let mut t = grid(&vals, None);
-        for i in 0..t.cells().len() {
-            if t.cells()[i].coord.contains(&0) {
-                t.set_status(i, CellStatus::Protected);
-            }
-        }
+        publish_marginals(&mut t);
         let a = primary(&mut t, &[1, 1], 3.0);
         let p = Problem::from_table(&t, None);
         let geom = p.geom.clone().unwrap();
@@ -988,7 +992,7 @@ mod tests {
     #[test]
     fn box_lp_cover_certifies_a_cell_without_any_cube() {
         use crate::suppress::tests::primary;
-        use crate::table::{Cell, CellStatus, Dimension, Table};
+        use crate::table::{Cell, Dimension, Table};
         let interior = [(1u32, 1u32, 30.0), (1, 2, 20.0), (2, 2, 25.0), (2, 3, 20.0), (3, 3, 22.0), (3, 1, 20.0)];
         let mut sums: crate::table::relations::FastMap<(u32, u32), f64> = Default::default();
         for &(r, c, v) in &interior {
@@ -1002,11 +1006,7 @@ mod tests {
         let rows = Dimension::flat("row", &["a", "b", "c"]);
         let cols = Dimension::flat("col", &["x", "y", "z"]);
         let mut t = Table::new(vec![rows, cols], cells).unwrap();
-        for i in 0..t.cells().len() {
-            if t.cells()[i].coord.contains(&0) {
-                t.set_status(i, CellStatus::Protected);
-            }
-        }
+        publish_marginals(&mut t);
         let a = primary(&mut t, &[1, 1], 3.0);
         let p = Problem::from_table(&t, None);
         let geom = p.geom.clone().unwrap();
