@@ -6,7 +6,17 @@ set -euo pipefail
 
 need_apt=()
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
-ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
+# bindgen loads `libclang.so` or `libclang-<version>.so`; `libclang-cpp.so` (present on many
+# machines without libclang-dev) is a different library and does not count.
+has_libclang() {
+  local f
+  for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+           /usr/lib/*-linux-gnu/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so*; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+has_libclang || need_apt+=(libclang-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
