@@ -188,8 +188,14 @@ struct Columns {
 
 fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+    let bytes = if name.starts_with("s3://") {
+        // An object-store output is read through its manifest (the published run).
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
+        tokio::task::block_in_place(|| handle.block_on(crate::output::read_location(&name)))?
+    } else {
+        std::fs::read(path).map_err(|e| Error::io(path, e))?
+    };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
         .map_err(|e| Error::data(&name, format!("not a Parquet file: {e}")))?
         .build()
         .map_err(|e| Error::data(&name, e.to_string()))?;

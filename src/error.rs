@@ -54,6 +54,15 @@ pub enum Error {
         /// What is wrong, naming the column or key.
         message: String,
     },
+    /// The output location may not be written: a file, a directory or prefix holding data that
+    /// sdcflow did not write, or one of the job's inputs.
+    #[error("output {location}: {message}")]
+    Output {
+        /// Output directory or URL.
+        location: String,
+        /// Why it is refused and what to do instead.
+        message: String,
+    },
     /// Reading or writing a local file failed.
     #[error("{path}: {source}")]
     Io {
@@ -98,7 +107,11 @@ impl Error {
     /// Process exit code for this error: 2 for bad input (job, hierarchy, rule, data), 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Job { .. } | Error::Hierarchy { .. } | Error::Rule { .. } | Error::Data { .. } => 2,
+            Error::Job { .. }
+            | Error::Hierarchy { .. }
+            | Error::Rule { .. }
+            | Error::Data { .. }
+            | Error::Output { .. } => 2,
             Error::Collection(errs) => errs.iter().map(Error::exit_code).max().unwrap_or(1),
             _ => 1,
         }

@@ -260,7 +260,23 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli.command, verbosity)) {
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            r = run(cli.command, verbosity) => Ok(r),
+            s = interrupted() => Err(s),
+        }
+    });
+    let result = match outcome {
+        Ok(r) => r,
+        Err((name, code)) => {
+            // Staged outputs and solver scratch hold unprotected cells: remove them, leave any
+            // previous output as it was, and exit at once (solver threads are not waited for).
+            sdcflow::output::remove_active();
+            eprintln!("error: interrupted by {name}: nothing was published; any previous output is unchanged");
+            std::process::exit(code);
+        }
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -268,6 +284,18 @@ fn main() -> ExitCode {
                 e.chain().find_map(|c| c.downcast_ref::<sdcflow::Error>()).map(sdcflow::Error::exit_code).unwrap_or(1);
             ExitCode::from(code)
         }
+    }
+}
+
+/// Waits for SIGINT or SIGTERM; returns the signal's name and the conventional exit code.
+async fn interrupted() -> (&'static str, i32) {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => tokio::select! {
+            _ = int.recv() => ("SIGINT", 130),
+            _ = term.recv() => ("SIGTERM", 143),
+        },
+        _ => std::future::pending().await,
     }
 }
 

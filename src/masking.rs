@@ -115,7 +115,7 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
     Ok(())
 }
 
-/// Runs one `[[microaggregation]]` and stages `<dir>/<name>/masked.parquet`; returns its report.
+/// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its report.
 pub async fn run_microaggregation(
     job: &Job,
     m: &MicroaggregationSpec,
@@ -169,7 +169,7 @@ pub async fn run_microaggregation_on(
     stage.finish();
     let out = replace(&batch, &masked)?;
     verify_written(&out, m, strata.as_ref().map(|s| &s.0))?;
-    let dir = staging.join(&m.name);
+    let dir = staging.join(crate::publish::PUBLISH).join(&m.name);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     write_parquet(&dir.join("masked.parquet"), &out)?;
     if let serde_json::Value::Object(o) = &mut report {
@@ -177,7 +177,7 @@ pub async fn run_microaggregation_on(
         o.insert("rows".into(), json!(batch.num_rows()));
         o.insert("variables".into(), json!(m.variables));
         o.insert("strata".into(), json!(strata.as_ref().map(|s| s.1.len())));
-        o.insert("file".into(), json!(format!("{}/masked.parquet", m.name)));
+        o.insert("file".into(), json!(format!("{}/{}/masked.parquet", crate::publish::PUBLISH, m.name)));
         o.insert("seconds".into(), json!(start.elapsed().as_secs_f64()));
     }
     Ok(report)

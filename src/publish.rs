@@ -1,6 +1,10 @@
 //! The table-output contract: `cells.parquet` and `published.csv` of one table, written as
 //! the cells arrive.
 //!
+//! The two files go to separate folders so that publishing a folder can never leak:
+//! `confidential/<table>/cells.parquet` holds every cell's value, contributions and status
+//! (for audits and re-runs), `publish/<table>/published.csv` only what may be released.
+//!
 //! Tables published with primaries only can have hundreds of millions of cells (a 7-variable
 //! table of 2 M records has 363 M), more than fit in memory. The tabulation hands cells over in
 //! key order, a chunk at a time; [`TableWriter`] appends each chunk to both files and tallies
@@ -102,9 +106,20 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Folder below the output for files that must never be released (cell values, contributions).
+pub const CONFIDENTIAL: &str = "confidential";
+
+/// Folder below the output for the files meant for release.
+pub const PUBLISH: &str = "publish";
+
+/// The files of table `table`, relative to the output location: `[cells, published]`.
+pub fn table_files(table: &str) -> [String; 2] {
+    [format!("{CONFIDENTIAL}/{table}/cells.parquet"), format!("{PUBLISH}/{table}/published.csv")]
+}
+
 /// Writes `cells.parquet` and `published.csv` of one table chunk by chunk.
 pub struct TableWriter {
-    dir: PathBuf,
+    csv_path: PathBuf,
     parquet: ArrowWriter<File>,
     csv: BufWriter<File>,
     /// CSV-quoted code of every node, per variable (quoted once, written millions of times).
@@ -113,30 +128,40 @@ pub struct TableWriter {
 }
 
 impl TableWriter {
-    /// Creates both files in `dir` (which must exist) for a table over `dims`.
-    pub fn create(dir: &Path, explanatory: &[String], dims: &[Hierarchy], weighted: bool) -> Result<Self> {
-        let pq = dir.join("cells.parquet");
+    /// Creates both files of table `table` below the output (staging) directory `root`, for a
+    /// table over `dims` (see [`table_files`]).
+    pub fn create(
+        root: &Path,
+        table: &str,
+        explanatory: &[String],
+        dims: &[Hierarchy],
+        weighted: bool,
+    ) -> Result<Self> {
+        let [pq, cp] = table_files(table).map(|f| root.join(f));
+        for f in [&pq, &cp] {
+            let d = f.parent().expect("table files are below a folder");
+            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+        }
         let file = File::create(&pq).map_err(|e| Error::io(&pq, e))?;
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
             .build();
         let parquet = ArrowWriter::try_new(file, cells_schema(dims, weighted), Some(props))?;
-        let cp = dir.join("published.csv");
         let file = File::create(&cp).map_err(|e| Error::io(&cp, e))?;
         let mut csv = BufWriter::with_capacity(1 << 20, file);
         let header: Vec<String> =
             explanatory.iter().map(|e| csv_field(e)).chain(std::iter::once("value".to_string())).collect();
         writeln!(csv, "{}", header.join(",")).map_err(|e| Error::io(&cp, e))?;
         let csv_codes = dims.iter().map(|h| h.nodes().iter().map(|n| csv_field(&n.code)).collect()).collect();
-        Ok(Self { dir: dir.to_path_buf(), parquet, csv, csv_codes, tally: Tally::default() })
+        Ok(Self { csv_path: cp, parquet, csv, csv_codes, tally: Tally::default() })
     }
 
     /// Appends a chunk of assessed cells (in key order) to both files.
     pub fn write(&mut self, a: &AssessedTable) -> Result<()> {
         self.parquet.write(&cells_batch(a)?)?;
-        let cp = self.dir.join("published.csv");
-        let io = |e| Error::io(&cp, e);
+        let cp = &self.csv_path;
+        let io = |e| Error::io(cp, e);
         let c = &a.cells;
         let k = c.dims.len();
         for i in 0..c.len() {
@@ -146,7 +171,7 @@ impl TableWriter {
             }
             let suppressed = a.status[i].is_suppressed();
             if !suppressed {
-                write!(self.csv, "{}", c.value[i]).map_err(io)?;
+                self.csv.write_all(crate::tabulate::format_exact(c.exact[i]).as_bytes()).map_err(io)?;
             }
             self.csv.write_all(b"\n").map_err(io)?;
             let t = &mut self.tally;
@@ -162,8 +187,7 @@ impl TableWriter {
 
     /// Closes both files; returns the report figures.
     pub fn finish(mut self) -> Result<Tally> {
-        let cp = self.dir.join("published.csv");
-        self.csv.flush().map_err(|e| Error::io(&cp, e))?;
+        self.csv.flush().map_err(|e| Error::io(&self.csv_path, e))?;
         self.parquet.close()?;
         Ok(self.tally)
     }

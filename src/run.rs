@@ -76,10 +76,15 @@ pub struct Summary {
 }
 
 /// Runs `job`. `mode` overrides the job's engine mode (e.g. `--cluster`).
+///
+/// The output location is checked before any work ([`crate::output::check_target`]), and the
+/// outputs are committed as the very last step, after the solver scratch is removed: a run that
+/// reports a failure has published nothing.
 pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, progress: &Progress) -> Result<Summary> {
+    let output = out.unwrap_or(&job.output);
+    crate::output::check_target(output, job).await?;
     // Solver partitions hold unprotected cells: their scratch location is removed whatever
     // the outcome (a failed removal fails an otherwise successful run).
-    let output = out.unwrap_or(&job.output);
     let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(output, mode.as_ref().unwrap_or(&job.mode))?);
     progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
     let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
@@ -87,8 +92,9 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
         Ok(s) => s.remove().await,
         Err(_) => Err(Error::Internal("solver scratch still in use at the end of the run".into())),
     };
-    let summary = result?;
+    let (staging, summary) = result?;
     removed?;
+    staging.commit().await?;
     Ok(summary)
 }
 
@@ -98,7 +104,7 @@ async fn run_job_with(
     out: Option<&str>,
     progress: &Progress,
     solve_scratch: &Arc<crate::dist::ship::Scratch>,
-) -> Result<Summary> {
+) -> Result<(Staging, Summary)> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
     let ctx = engine::session(&EngineOptions {
@@ -147,8 +153,6 @@ async fn run_job_with(
         }
         if t.secondary == "none" && t.apriori.is_none() && linked.is_none() {
             // Nothing needs the whole table: assess and write each chunk as it is tabulated.
-            let dir = staging.dir().join(&t.name);
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
             let start = Instant::now();
             let mut writer: Option<TableWriter> = None;
             let mut publish_s = 0.0;
@@ -156,7 +160,13 @@ async fn run_job_with(
                 let start = Instant::now();
                 let a = assess(t, chunk);
                 if writer.is_none() {
-                    writer = Some(TableWriter::create(&dir, &t.explanatory, &a.cells.dims, a.cells.weight.is_some())?);
+                    writer = Some(TableWriter::create(
+                        staging.dir(),
+                        &t.name,
+                        &t.explanatory,
+                        &a.cells.dims,
+                        a.cells.weight.is_some(),
+                    )?);
                 }
                 writer.as_mut().expect("created above").write(&a)?;
                 publish_s += start.elapsed().as_secs_f64();
@@ -165,7 +175,9 @@ async fn run_job_with(
             .await?;
             let writer = match writer {
                 Some(w) => w,
-                None => TableWriter::create(&dir, &t.explanatory, &empty.dims, empty.weight.is_some())?,
+                None => {
+                    TableWriter::create(staging.dir(), &t.name, &t.explanatory, &empty.dims, empty.weight.is_some())?
+                }
             };
             let tally = writer.finish()?;
             timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64() - publish_s);
@@ -228,8 +240,7 @@ async fn run_job_with(
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
     let rp = staging.dir().join("report.json");
     std::fs::write(&rp, json).map_err(|e| Error::io(&rp, e))?;
-    staging.commit().await?;
-    Ok(Summary { output, report })
+    Ok((staging, Summary { output, report }))
 }
 
 /// Stage timings of one table.
@@ -249,10 +260,8 @@ fn write_table(
     report: &mut Report,
 ) -> Result<()> {
     let start = Instant::now();
-    let dir = staging.join(&t.name);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let c = &assessed.cells;
-    let mut writer = TableWriter::create(&dir, &t.explanatory, &c.dims, c.weight.is_some())?;
+    let mut writer = TableWriter::create(staging, &t.name, &t.explanatory, &c.dims, c.weight.is_some())?;
     writer.write(assessed)?;
     let tally = writer.finish()?;
     timings.insert("write".to_string(), start.elapsed().as_secs_f64());
@@ -347,7 +356,7 @@ fn table_report(
         secondary_cost: p.map(|p| p.secondary_cost),
         lower_bound: p.and_then(|p| p.lower_bound),
         gap: p.and_then(|p| p.gap),
-        files: vec![format!("{}/cells.parquet", t.name), format!("{}/published.csv", t.name)],
+        files: crate::publish::table_files(&t.name).to_vec(),
         subtables_per_worker: p
             .map(|p| {
                 let mut m = BTreeMap::new();

@@ -73,8 +73,11 @@ pub struct Cells {
     pub freq: Vec<u64>,
     /// Number of records.
     pub records: Vec<u64>,
-    /// Cell total.
+    /// Cell total (for rules and solvers, which work in floating point).
     pub value: Vec<f64>,
+    /// Cell total exactly, × 10^[`SCALE`]: what is published (a float cannot hold every total
+    /// above 2^53, nor every sum of decimals).
+    pub exact: Vec<i128>,
     /// Σ weight, when the table is weighted.
     pub weight: Option<Vec<f64>>,
     /// Largest contributions, `top_n` entries per cell, descending, 0-padded.
@@ -92,6 +95,7 @@ impl Cells {
             freq: Vec::new(),
             records: Vec::new(),
             value: Vec::new(),
+            exact: Vec::new(),
             weight: weighted.then(Vec::new),
             top: Vec::new(),
             top_n,
@@ -104,6 +108,7 @@ impl Cells {
         self.freq.extend(other.freq);
         self.records.extend(other.records);
         self.value.extend(other.value);
+        self.exact.extend(other.exact);
         if let (Some(w), Some(o)) = (self.weight.as_mut(), other.weight) {
             w.extend(o);
         }
@@ -406,7 +411,8 @@ async fn tabulate_with<const N: usize>(
         t.explanatory.iter().enumerate().map(|(i, e)| format!("CAST({} AS VARCHAR) AS d{i}", q(e))).collect();
     let dec = format!("DECIMAL(38,{SCALE})");
     let contribution = match (&t.response, &t.weight) {
-        (Some(r), Some(w)) => format!("CAST(CAST({} AS DOUBLE) * CAST({} AS DOUBLE) AS {dec})", q(r), q(w)),
+        // Decimal, not float, multiplication: weighted totals are exact to SCALE decimals.
+        (Some(r), Some(w)) => format!("CAST(CAST({} AS {dec}) * CAST({} AS {dec}) AS {dec})", q(r), q(w)),
         (Some(r), None) => format!("CAST({} AS {dec})", q(r)),
         (None, Some(w)) => format!("CAST({} AS {dec})", q(w)),
         (None, None) => format!("CAST(1 AS {dec})"),
@@ -493,6 +499,19 @@ async fn tabulate_with<const N: usize>(
     Ok(())
 }
 
+/// Writes `units` × 10^-[`SCALE`] as a plain decimal: no exponent, no trailing zeros
+/// (`1234.5`, `-0.000001`, `9007199254740993`).
+pub fn format_exact(units: i128) -> String {
+    let scale = 10i128.pow(SCALE as u32);
+    let (int, frac) = (units / scale, (units % scale).unsigned_abs());
+    let sign = if units < 0 && int == 0 { "-" } else { "" };
+    if frac == 0 {
+        return format!("{sign}{int}");
+    }
+    let digits = format!("{frac:0width$}", width = SCALE as usize);
+    format!("{sign}{int}.{}", digits.trim_end_matches('0'))
+}
+
 /// Cells in the output layout from rolled-up statistics (already in key order).
 fn to_cells<const N: usize>(
     t: &TableQuery,
@@ -508,6 +527,7 @@ fn to_cells<const N: usize>(
         freq: Vec::with_capacity(rolled.len()),
         records: Vec::with_capacity(rolled.len()),
         value: Vec::with_capacity(rolled.len()),
+        exact: Vec::with_capacity(rolled.len()),
         weight: t.weight.as_ref().map(|_| Vec::with_capacity(rolled.len())),
         top: Vec::with_capacity(rolled.len() * n),
         top_n: n,
@@ -517,6 +537,7 @@ fn to_cells<const N: usize>(
         cells.freq.push(s.freq);
         cells.records.push(s.records);
         cells.value.push(s.value as f64 / SCALE_F);
+        cells.exact.push(s.value);
         if let Some(w) = cells.weight.as_mut() {
             w.push(s.weight as f64 / SCALE_F);
         }
@@ -532,6 +553,16 @@ fn to_cells<const N: usize>(
 mod tests {
     use super::*;
     use arrow::array::{Int32Array, StringArray, UInt64Array};
+
+    #[test]
+    fn exact_totals_print_as_plain_decimals() {
+        assert_eq!(format_exact(1_234_500_000), "1234.5");
+        assert_eq!(format_exact(-1), "-0.000001");
+        assert_eq!(format_exact(-2_500_000), "-2.5");
+        assert_eq!(format_exact(0), "0");
+        assert_eq!(format_exact(9_007_199_254_740_993 * 1_000_000), "9007199254740993");
+        assert_eq!(format_exact(100_000_000), "100");
+    }
 
     #[test]
     fn contributor_numbers_are_stable_and_never_merge_ids() {

@@ -74,7 +74,7 @@ fn apriori_file_forces_suppressed_and_published_cells() {
     write_job(d.path(), &job(&data, "base", ""));
     let (code, _, err) = run(&["run", "job.toml"], d.path());
     assert_eq!(code, 0, "{err}");
-    let base = read_cells(&d.path().join("base/t/cells.parquet"), 2);
+    let base = read_cells(&d.path().join("base/confidential/t/cells.parquet"), 2);
     // Last year's suppressions: two cells this year's pattern publishes.
     let last_year = [key("0102", "1"), key("0103", "Total")];
     for k in &last_year {
@@ -88,12 +88,12 @@ fn apriori_file_forces_suppressed_and_published_cells() {
     let (code, out, err) = run(&["run", "job.toml"], d.path());
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("audit: passed"), "{out}");
-    let cells = read_cells(&d.path().join("out/t/cells.parquet"), 2);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 2);
     for k in &last_year {
         assert_eq!(cells[k].status, "M", "{k:?} must stay suppressed");
     }
     assert_eq!(cells[&forced_published].status, "P");
-    let csv = std::fs::read_to_string(d.path().join("out/t/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/t/published.csv")).unwrap();
     let v = cells[&forced_published].value;
     assert!(csv.lines().any(|l| l == format!("0205,1,{v}")), "forced-published cell must carry its value");
     assert!(csv.lines().any(|l| l == "0102,1,"), "last year's suppression must be blank");
@@ -101,7 +101,7 @@ fn apriori_file_forces_suppressed_and_published_cells() {
     for (k, c) in &base {
         assert_eq!(c.status == "U", cells[k].status == "U", "{k:?}");
     }
-    let (code, out, err) = run(&["audit", "out/t/cells.parquet", "--job", "job.toml"], d.path());
+    let (code, out, err) = run(&["audit", "out/confidential/t/cells.parquet", "--job", "job.toml"], d.path());
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("0 under-protected"), "{out}");
 }
@@ -130,7 +130,7 @@ fn bad_apriori_rows_exit_2_naming_file_line_and_code() {
     // Forcing a primary to be published is refused, naming the line.
     write_job(d.path(), &job(&data, "base", ""));
     assert_eq!(run(&["run", "job.toml"], d.path()).0, 0);
-    let base = read_cells(&d.path().join("base/t/cells.parquet"), 2);
+    let base = read_cells(&d.path().join("base/confidential/t/cells.parquet"), 2);
     let (k, _) = base.iter().find(|(_, c)| c.status == "U").unwrap();
     std::fs::write(d.path().join("bad.hst"), format!("0102,1,C,5\n{},{},P\n", k[0], k[1])).unwrap();
     write_job(d.path(), &job(&data, "out", "apriori = \"bad.hst\""));
@@ -145,9 +145,10 @@ fn audit_command_passes_a_good_output_and_names_a_tampered_cell() {
     let data = setup(d.path());
     write_job(d.path(), &job(&data, "out", ""));
     assert_eq!(run(&["run", "job.toml"], d.path()).0, 0);
-    let (code, out, err) = run(&["audit", "out/t/cells.parquet", "--job", "job.toml", "--out", "iv.json"], d.path());
+    let (code, out, err) =
+        run(&["audit", "out/confidential/t/cells.parquet", "--job", "job.toml", "--out", "iv.json"], d.path());
     assert_eq!(code, 0, "{out}\n{err}");
-    let cells = read_cells(&d.path().join("out/t/cells.parquet"), 2);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 2);
     let iv: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("iv.json")).unwrap()).unwrap();
     let primaries = cells.values().filter(|c| c.status == "U").count();
     let list = iv["intervals"].as_array().unwrap();
@@ -167,8 +168,8 @@ fn audit_command_passes_a_good_output_and_names_a_tampered_cell() {
         cells.iter().filter(|(_, c)| c.status == "M").map(|(k, _)| k.clone()).take(1).collect();
     assert_eq!(flipped.len(), 1);
     rewrite_cells(
-        &d.path().join("out/t/cells.parquet"),
-        &d.path().join("tampered/t/cells.parquet"),
+        &d.path().join("out/confidential/t/cells.parquet"),
+        &d.path().join("tampered/confidential/t/cells.parquet"),
         2,
         |codes, s, _, _| {
             if codes == flipped[0].as_slice() {
@@ -177,7 +178,7 @@ fn audit_command_passes_a_good_output_and_names_a_tampered_cell() {
         },
     );
     let (code, out, err) =
-        run(&["audit", "tampered/t/cells.parquet", "--job", "job.toml", "--out", "iv.csv"], d.path());
+        run(&["audit", "tampered/confidential/t/cells.parquet", "--job", "job.toml", "--out", "iv.csv"], d.path());
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(err.contains("under-protected") || err.contains("singleton"), "{err}");
     let csv = std::fs::read_to_string(d.path().join("iv.csv")).unwrap();
@@ -190,8 +191,8 @@ fn audit_command_passes_a_good_output_and_names_a_tampered_cell() {
     // A primary flipped to published is named as a published sensitive cell.
     let p = cells.iter().find(|(_, c)| c.status == "U").unwrap().0.clone();
     rewrite_cells(
-        &d.path().join("out/t/cells.parquet"),
-        &d.path().join("tampered2/t/cells.parquet"),
+        &d.path().join("out/confidential/t/cells.parquet"),
+        &d.path().join("tampered2/confidential/t/cells.parquet"),
         2,
         |codes, s, _, _| {
             if codes == p.as_slice() {
@@ -199,7 +200,7 @@ fn audit_command_passes_a_good_output_and_names_a_tampered_cell() {
             }
         },
     );
-    let (code, _, err) = run(&["audit", "tampered2/t/cells.parquet", "--job", "job.toml"], d.path());
+    let (code, _, err) = run(&["audit", "tampered2/confidential/t/cells.parquet", "--job", "job.toml"], d.path());
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("flag are published") && err.contains(&format!("({}, {})", p[0], p[1])), "{err}");
 }

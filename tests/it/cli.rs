@@ -45,8 +45,8 @@ fn protect_one_liner_matches_the_job_file() {
     write_job(d.path(), &job);
     let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
     assert_eq!(code, 0, "{err}");
-    let a = std::fs::read(d.path().join("one/geo_sex/cells.parquet")).unwrap();
-    let b = std::fs::read(d.path().join("two/geo_sex/cells.parquet")).unwrap();
+    let a = std::fs::read(d.path().join("one/confidential/geo_sex/cells.parquet")).unwrap();
+    let b = std::fs::read(d.path().join("two/confidential/geo_sex/cells.parquet")).unwrap();
     assert_eq!(a, b);
     // A malformed --hierarchy is bad input.
     let (code, _, err) = run(
@@ -103,8 +103,8 @@ dir = "out"
     let (code, _, err) = run(&["run", "job.toml"], d.path());
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("NOT protected against recalculation"), "{err}");
-    let all = read_cells(&d.path().join("out/all/cells.parquet"), 1);
-    let women = read_cells(&d.path().join("out/women/cells.parquet"), 1);
+    let all = read_cells(&d.path().join("out/confidential/all/cells.parquet"), 1);
+    let women = read_cells(&d.path().join("out/confidential/women/cells.parquet"), 1);
     let total = |m: &std::collections::BTreeMap<Vec<String>, OutCell>| m[&vec!["Total".to_string()]].value;
     assert_eq!(total(&all), 1500.0);
     assert!(total(&women) > 500.0 && total(&women) < 1000.0);

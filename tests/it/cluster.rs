@@ -138,8 +138,12 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
-const FILES: [&str; 4] =
-    ["salary/cells.parquet", "salary/published.csv", "salaries/masked.parquet", "categories/masked.parquet"];
+const FILES: [&str; 4] = [
+    "confidential/salary/cells.parquet",
+    "publish/salary/published.csv",
+    "publish/salaries/masked.parquet",
+    "publish/categories/masked.parquet",
+];
 
 fn assert_same_outputs(dir: &Path, a: &str, b: &str) {
     for f in FILES {
@@ -363,16 +367,14 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     assert!(exec_log.contains("solving a subtable"), "the executor solved nothing:\n{exec_log}");
     let dl = dir.join("dl");
     std::fs::create_dir_all(&dl).unwrap();
-    // Only the inputs and the published objects remain: the scratch prefix is gone.
+    // Only the inputs and the published run remain: the scratch prefix is gone.
     crate::s3::python(
         &endpoint,
-        &format!(
-            "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/'))\nassert keys == ['results/run/categories/masked.parquet', 'results/run/report.json', 'results/run/salaries/masked.parquet', 'results/run/salary/cells.parquet', 'results/run/salary/published.csv'], keys\nfor k in keys:\n    if k.endswith('report.json'): continue\n    s3.download_file('census', k, '{}/' + k[len('results/run/'):].replace('/', '_'))",
-            dl.display()
-        ),
+        "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/') and not o['Key'].startswith('results/run/'))\nassert keys == [], keys",
     );
+    crate::s3::download_output(&endpoint, "census", "results/run", &dl);
     for f in FILES {
-        let a = std::fs::read(dl.join(f.replace('/', "_"))).unwrap();
+        let a = std::fs::read(dl.join(f)).unwrap();
         let b = std::fs::read(dir.join("local").join(f)).unwrap();
         assert!(a == b, "{f} from the S3 cluster run differs from the local run");
     }

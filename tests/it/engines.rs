@@ -43,16 +43,16 @@ dir = "out"
     let (code, _, err) = run(&["run", "job.toml", "--standalone", "--out", "standalone"], d.path());
     assert_eq!(code, 0, "{err}");
     for t in ["salary", "counts"] {
-        for f in ["cells.parquet", "published.csv"] {
-            let a = std::fs::read(d.path().join("local").join(t).join(f)).unwrap();
-            let b = std::fs::read(d.path().join("standalone").join(t).join(f)).unwrap();
+        for f in [format!("confidential/{t}/cells.parquet"), format!("publish/{t}/published.csv")] {
+            let a = std::fs::read(d.path().join("local").join(&f)).unwrap();
+            let b = std::fs::read(d.path().join("standalone").join(&f)).unwrap();
             assert!(a == b, "{t}/{f} differs between local and standalone");
         }
     }
     // And a second local run is byte-identical too (determinism).
     let (code, _, _) = run(&["run", "job.toml", "--out", "local2", "-q"], d.path());
     assert_eq!(code, 0);
-    let a = std::fs::read(d.path().join("local/salary/cells.parquet")).unwrap();
-    let b = std::fs::read(d.path().join("local2/salary/cells.parquet")).unwrap();
+    let a = std::fs::read(d.path().join("local/confidential/salary/cells.parquet")).unwrap();
+    let b = std::fs::read(d.path().join("local2/confidential/salary/cells.parquet")).unwrap();
     assert_eq!(a, b);
 }

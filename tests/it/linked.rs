@@ -26,7 +26,7 @@ fn linked_tables_share_statuses_of_common_cells_and_pass_the_joint_audit() {
     write_job(d.path(), &job(&data, "apart", "fast", false));
     let (code, _, err) = run(&["run", "job.toml"], d.path());
     assert_eq!(code, 0, "{err}");
-    let b = read_cells(&d.path().join("apart/b/cells.parquet"), 2);
+    let b = read_cells(&d.path().join("apart/confidential/b/cells.parquet"), 2);
     assert_eq!(b[&common].status, "S");
     for method in ["fast", "modular"] {
         let out = format!("out_{method}");
@@ -34,8 +34,8 @@ fn linked_tables_share_statuses_of_common_cells_and_pass_the_joint_audit() {
         let (code, stdout, err) = run(&["run", "job.toml"], d.path());
         assert_eq!(code, 0, "{method}: {err}");
         assert!(stdout.contains("joint audit of linked tables a, b"), "{stdout}");
-        let a = read_cells(&d.path().join(format!("{out}/a/cells.parquet")), 2);
-        let b = read_cells(&d.path().join(format!("{out}/b/cells.parquet")), 2);
+        let a = read_cells(&d.path().join(format!("{out}/confidential/a/cells.parquet")), 2);
+        let b = read_cells(&d.path().join(format!("{out}/confidential/b/cells.parquet")), 2);
         assert_eq!(a[&common].status, "U");
         assert_eq!(b[&common].status, "M", "{method}: the common cell is suppressed in b too");
         // Every common cell (dept, Total) has one status (suppressed or not) in both tables.
@@ -49,7 +49,8 @@ fn linked_tables_share_statuses_of_common_cells_and_pass_the_joint_audit() {
         assert!(n > 20);
         // Each table's own audit is clean...
         for t in ["a", "b"] {
-            let (code, o, e) = run(&["audit", &format!("{out}/{t}/cells.parquet"), "--job", "job.toml"], d.path());
+            let (code, o, e) =
+                run(&["audit", &format!("{out}/confidential/{t}/cells.parquet"), "--job", "job.toml"], d.path());
             assert_eq!(code, 0, "{method} {t}: {o}\n{e}");
         }
         // ...and b alone protects a's sensitive cell: mark it sensitive in b with a's levels and
@@ -57,8 +58,8 @@ fn linked_tables_share_statuses_of_common_cells_and_pass_the_joint_audit() {
         let lpl = a[&common].lpl;
         assert!(lpl > 0.0);
         rewrite_cells(
-            &d.path().join(format!("{out}/b/cells.parquet")),
-            &d.path().join(format!("check_{method}/b/cells.parquet")),
+            &d.path().join(format!("{out}/confidential/b/cells.parquet")),
+            &d.path().join(format!("check_{method}/confidential/b/cells.parquet")),
             2,
             |codes, s, l, u| {
                 if codes == common.as_slice() {
@@ -68,7 +69,8 @@ fn linked_tables_share_statuses_of_common_cells_and_pass_the_joint_audit() {
                 }
             },
         );
-        let (code, o, e) = run(&["audit", &format!("check_{method}/b/cells.parquet"), "--job", "job.toml"], d.path());
+        let (code, o, e) =
+            run(&["audit", &format!("check_{method}/confidential/b/cells.parquet"), "--job", "job.toml"], d.path());
         assert_eq!(code, 0, "{method}: b does not protect a's primary: {o}\n{e}");
     }
 }

@@ -9,6 +9,7 @@ mod deploy;
 mod engines;
 mod linked;
 mod microagg;
+mod output;
 mod s3;
 mod secondary;
 mod tabulation;

@@ -37,7 +37,7 @@ fn census_mdav_reproduces_the_reference_sse_through_a_job() {
     assert!((m["sse"].as_f64().unwrap() - 799.18).abs() < 0.01, "{m}");
     assert!((m["information_loss_percent"].as_f64().unwrap() - 5.69).abs() < 0.01, "{m}");
     // Masked rows: same count, other columns untouched, every vector ≥ 3 times.
-    let masked = read_parquet(&d.path().join("out/census/masked.parquet"));
+    let masked = read_parquet(&d.path().join("out/publish/census/masked.parquet"));
     let agi = floats(&masked, "AGI");
     assert_eq!(agi.len(), 1080);
     let mut counts: HashMap<Vec<u64>, usize> = HashMap::new();
@@ -63,7 +63,7 @@ fn two_step_keeps_input_order_and_strata_on_generated_parts() {
     write_job(d.path(), &job);
     let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
     assert_eq!(code, 0, "{err}");
-    let masked = read_parquet(&d.path().join("out/people/masked.parquet"));
+    let masked = read_parquet(&d.path().join("out/publish/people/masked.parquet"));
     let ids: Vec<f64> = floats(&masked, "person_id");
     assert_eq!(ids, (0..900).map(|i| i as f64).collect::<Vec<_>>(), "rows must stay in input order");
     let sex = strings(&masked, "sex");
@@ -78,8 +78,8 @@ fn two_step_keeps_input_order_and_strata_on_generated_parts() {
     let (code, _, _) = run(&["run", "job.toml", "-q", "--out", "again"], d.path());
     assert_eq!(code, 0);
     assert_eq!(
-        std::fs::read(d.path().join("out/people/masked.parquet")).unwrap(),
-        std::fs::read(d.path().join("again/people/masked.parquet")).unwrap()
+        std::fs::read(d.path().join("out/publish/people/masked.parquet")).unwrap(),
+        std::fs::read(d.path().join("again/publish/people/masked.parquet")).unwrap()
     );
 }
 
@@ -127,7 +127,7 @@ fn nominal_two_step_is_k_anonymous_without_new_combinations() {
         original_batches.extend(read_parquet(&e.unwrap().path()));
     }
     let orig: Vec<Vec<String>> = vars.iter().map(|v| strings(&original_batches, v)).collect();
-    let masked = read_parquet(&d.path().join("out/cat/masked.parquet"));
+    let masked = read_parquet(&d.path().join("out/publish/cat/masked.parquet"));
     let new: Vec<Vec<String>> = vars.iter().map(|v| strings(&masked, v)).collect();
     let rows = |cols: &Vec<Vec<String>>| -> Vec<Vec<String>> {
         (0..cols[0].len()).map(|r| cols.iter().map(|c| c[r].clone()).collect()).collect()

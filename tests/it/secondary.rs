@@ -37,7 +37,7 @@ fn every_method_publishes_an_audited_closed_pattern() {
         let (code, out, err) = run(&["run", "job.toml"], d.path());
         assert_eq!(code, 0, "{method}: {err}");
         assert!(out.contains("audit: passed"), "{method}: {out}");
-        let cells = read_cells(&d.path().join(format!("out_{method}/t/cells.parquet")), 2);
+        let cells = read_cells(&d.path().join(format!("out_{method}/confidential/t/cells.parquet")), 2);
         let primaries = cells.values().filter(|c| c.status == "U").count();
         let secondaries = cells.values().filter(|c| c.status == "M").count();
         assert!(primaries > 0 && secondaries > 0, "{method}: {primaries} primaries, {secondaries} secondaries");
@@ -75,7 +75,7 @@ fn every_method_publishes_an_audited_closed_pattern() {
                 assert_ne!(n, 1, "{method}: sex relation of {key:?} has a single suppression");
             }
         }
-        let csv = std::fs::read_to_string(d.path().join(format!("out_{method}/t/published.csv"))).unwrap();
+        let csv = std::fs::read_to_string(d.path().join(format!("out_{method}/publish/t/published.csv"))).unwrap();
         let blanks = csv.lines().skip(1).filter(|l| l.ends_with(',')).count();
         assert_eq!(blanks, primaries + secondaries, "{method}");
         let report: serde_json::Value =

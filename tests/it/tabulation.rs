@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use sdcflow::job::Job;
 use sdcflow::progress::Progress;
@@ -59,7 +60,7 @@ dir = "{out}"
         out = d.path().join("out").display()
     );
     run_job_text(d.path(), &job).await;
-    let cells = read_cells(&d.path().join("out/t/cells.parquet"), 3);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 3);
 
     // Brute force: (cell, contributor) sums over every level combination.
     let mut batches = Vec::new();
@@ -141,7 +142,7 @@ dir = "{out}"
         out = d.path().join("out").display()
     );
     run_job_text(d.path(), &job).await;
-    let cells = read_cells(&d.path().join("out/freq/cells.parquet"), 1);
+    let cells = read_cells(&d.path().join("out/confidential/freq/cells.parquet"), 1);
     let got: BTreeMap<String, f64> = cells.iter().map(|(k, c)| (k[0].clone(), c.value)).collect();
     let want: BTreeMap<String, f64> = [
         ("2", 2.0),
@@ -161,7 +162,7 @@ dir = "{out}"
     .collect();
     assert_eq!(got, want);
     // Output order is the hierarchy's pre-order and published.csv carries the same values.
-    let csv = std::fs::read_to_string(d.path().join("out/freq/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/freq/published.csv")).unwrap();
     assert_eq!(csv.lines().next(), Some("v,value"));
     assert_eq!(csv.lines().nth(1), Some("Total,7"));
     assert_eq!(csv.lines().count(), 12);
@@ -198,7 +199,7 @@ dir = "{out}"
         out = d.path().join("out").display()
     );
     run_job_text(d.path(), &job).await;
-    let cells = read_cells(&d.path().join("out/t/cells.parquet"), 1);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 1);
     let x = &cells[&vec!["x".to_string()]];
     assert_eq!((x.freq, x.records), (3, 3));
     assert_eq!(x.value, 10.0 + 60.0 + 5.5);
@@ -208,8 +209,58 @@ dir = "{out}"
     assert!((x.lpl - 0.5).abs() < 1e-9);
     let y = &cells[&vec!["y".to_string()]];
     assert_eq!((y.freq, y.value, y.status.as_str()), (1, 21.0, "U"));
-    let b = read_parquet(&d.path().join("out/t/cells.parquet"));
+    let b = read_parquet(&d.path().join("out/confidential/t/cells.parquet"));
     assert_eq!(floats(&b, "weight"), vec![7.0, 4.0, 3.0]);
-    let csv = std::fs::read_to_string(d.path().join("out/t/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/t/published.csv")).unwrap();
     assert_eq!(csv, "a,value\nTotal,96.5\nx,\ny,\n");
+}
+
+/// Published values are the exact sums, also above 2^53 where a float rounds them (issue 13),
+/// and weighted totals use decimal, not float, products.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_published_values_are_exact_above_2_pow_53() {
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let d = tempfile::tempdir().unwrap();
+    let big = 1i64 << 52;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Utf8, false),
+        Field::new("r", DataType::Int64, false),
+        Field::new("w", DataType::Utf8, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["x", "x", "x", "y", "y", "y"])),
+            Arc::new(Int64Array::from(vec![big + 1, big, 1, 1, 2, 4])),
+            Arc::new(StringArray::from(vec!["0.1", "0.2", "0.7", "0.1", "0.1", "0.1"])),
+        ],
+    )
+    .unwrap();
+    let f = std::fs::File::create(d.path().join("m.parquet")).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let job = |name: &str, weight: &str| {
+        format!(
+            "[[table]]\nname = \"{name}\"\nexplanatory = [\"a\"]\nresponse = \"r\"\n{weight}safety = \"FREQ(1,10)\"\nsecondary = {{ method = \"none\" }}\n"
+        )
+    };
+    let text = format!(
+        "[input]\nmicrodata = \"{}\"\nsql = [\"{}\"]\n{}{}[output]\ndir = \"{}\"\n",
+        d.path().join("m.parquet").display(),
+        d.path().join("w.sql").display(),
+        job("plain", ""),
+        job("weighted", "weight = \"wd\"\n"),
+        d.path().join("out").display()
+    );
+    std::fs::write(d.path().join("w.sql"), "CREATE VIEW v AS SELECT *, CAST(w AS DECIMAL(10,1)) AS wd FROM microdata;")
+        .unwrap();
+    run_job_text(d.path(), &text).await;
+    let csv = std::fs::read_to_string(d.path().join("out/publish/plain/published.csv")).unwrap();
+    // 2^53 + 2 + 7: a float gives 9007199254741000 for the total and 9007199254740994 for x.
+    assert_eq!(csv, "a,value\nTotal,9007199254741001\nx,9007199254740994\ny,7\n");
+    let csv = std::fs::read_to_string(d.path().join("out/publish/weighted/published.csv")).unwrap();
+    // x: 0.1·(2^52+1) + 0.2·2^52 + 0.7·1 = 0.3·2^52 + 0.8 exactly; y: 0.1·(1+2+4).
+    assert_eq!(csv, "a,value\nTotal,1351079888211150.3\nx,1351079888211149.6\ny,0.7\n");
 }
