@@ -20,4 +20,8 @@ if grep -q '"protected_against_recalculation": false' "$tmp/sdcflow/out/example/
   echo "readme-check: the example publishes a table that is not protected" >&2
   exit 1
 fi
+if grep -q '"microaggregations": \[\]' "$tmp/sdcflow/out/example/report.json"; then
+  echo "readme-check: the example runs no microaggregation" >&2
+  exit 1
+fi
 echo "readme-check: scripts/example.sh ran from a fresh clone with a minimal environment"
