@@ -8,6 +8,11 @@
    an emptyDir /tmp; Deployments have readiness and liveness probes; Jobs/CronJobs are bounded and
    use the ConfigMap and Secret of this directory (keys included) and a scheduler Service that
    exists; kustomization.yaml lists every file; the ConfigMap's job.toml is configs/cluster.toml.
+3. Network access (Ballista has no authentication): a default-deny NetworkPolicy covers every pod
+   of the namespace, and evaluating all policies admits exactly the client (run) pods and the
+   executors to the scheduler's port, exactly scheduler, executors and client to the executors'
+   ports, nothing to the client pods, and nothing from outside the namespace; the object-store
+   Secret is mounted only in the scheduler, executor and client containers (no init container).
 
 Usage: python3 tests/deploy_validate.py [--dir DIR] [--kubernetes-version 1.30]
 Needs: pip install kubernetes-validate==1.37.0 pyyaml   (no network at run time)
@@ -116,6 +121,77 @@ def check_container(where, c, pod, volumes, init):
             problem(where, f"volumeMount {m.get('name')!r} has no volume")
     if pod.get("securityContext", {}).get("runAsUser") != UID and sc.get("runAsUser") != UID:
         problem(where, f"must run as uid {UID} (the image's user)")
+
+
+def pod_labels_by_component(docs):
+    """{component: pod template labels} of every workload (a CronJob's pods included)."""
+    out = {}
+    for _, _, doc in docs:
+        if doc["kind"] not in WORKLOADS:
+            continue
+        spec = doc.get("spec") or {}
+        tmpl = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") if doc["kind"] == "CronJob" \
+            else spec.get("template")
+        labels = ((tmpl or {}).get("metadata") or {}).get("labels") or {}
+        out[labels.get("app.kubernetes.io/component", doc["metadata"]["name"])] = labels
+    return out
+
+
+def selects(selector, labels):
+    """Whether a label selector (matchLabels only; matchExpressions are not used here) selects."""
+    if selector.get("matchExpressions"):
+        return False
+    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items())
+
+
+# Who must reach which ports: {target component: ({ports}, {source components})}.
+ALLOWED_INGRESS = {
+    "scheduler": ({50050}, {"run", "executor"}),
+    "executor": ({50051, 50052}, {"scheduler", "executor", "run"}),
+    "run": (set(), set()),
+}
+
+
+def check_network(docs, comps):
+    """Evaluates the NetworkPolicies the way the API server defines them (union of every policy
+    that selects a pod) and compares the result with ALLOWED_INGRESS."""
+    policies = [(w, d) for w, _, d in docs if d["kind"] == "NetworkPolicy"]
+    deny = [w for w, d in policies
+            if (d.get("spec") or {}).get("podSelector") == {}
+            and {"Ingress", "Egress"} <= set((d.get("spec") or {}).get("policyTypes") or [])
+            and not (d.get("spec") or {}).get("ingress") and not (d.get("spec") or {}).get("egress")]
+    if not deny:
+        problem("deploy/k8s", "no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)")
+    for target, labels in comps.items():
+        allowed = {}  # port -> set of source components
+        for where, d in policies:
+            spec = d.get("spec") or {}
+            if "Ingress" not in (spec.get("policyTypes") or []) or not selects(spec.get("podSelector") or {}, labels):
+                continue
+            for rule in spec.get("ingress") or []:
+                peers, ports = rule.get("from"), rule.get("ports")
+                if not peers:
+                    problem(where, f"an ingress rule without `from` admits every pod to {target}")
+                    continue
+                if not ports:
+                    problem(where, f"an ingress rule without `ports` opens every port of {target}")
+                    continue
+                for peer in peers:
+                    if "namespaceSelector" in peer or "ipBlock" in peer:
+                        problem(where, f"ingress to {target} admits peers outside the namespace")
+                        continue
+                    sources = {c for c, l in comps.items() if selects(peer.get("podSelector") or {}, l)}
+                    for p in ports:
+                        allowed.setdefault(p.get("port"), set()).update(sources)
+        want_ports, want_sources = ALLOWED_INGRESS.get(target, (set(), set()))
+        for port, sources in allowed.items():
+            if port not in want_ports:
+                problem("deploy/k8s", f"NetworkPolicies open port {port} of {target}, which needs none")
+            elif sources != want_sources:
+                problem("deploy/k8s", f"NetworkPolicies admit {sorted(sources)} to {target}:{port}; "
+                        f"must be exactly {sorted(want_sources)}")
+        for port in want_ports - set(allowed):
+            problem("deploy/k8s", f"no NetworkPolicy admits {sorted(want_sources)} to {target}:{port}")
 
 
 def main():
@@ -238,6 +314,10 @@ def main():
                 for probe in ("readinessProbe", "livenessProbe"):
                     if probe not in c:
                         problem(cw, f"{probe} is missing")
+            uses_secret = any("secretRef" in e for e in c.get("envFrom") or []) or any(
+                "secretKeyRef" in (e.get("valueFrom") or {}) for e in c.get("env") or [])
+            if init and uses_secret:
+                problem(cw, "an init container must not get the object-store Secret")
             for e in c.get("envFrom") or []:
                 if "secretRef" in e:
                     refs_secret.add((e["secretRef"].get("name"), None))
@@ -302,6 +382,8 @@ def main():
             sel = (doc.get("spec") or {}).get("selector") or {}
             if not any(all(l.get(k) == v for k, v in sel.items()) for l in pod_labels) or not sel:
                 problem(where, "spec.selector matches no Deployment's pods")
+
+    check_network(docs, pod_labels_by_component(docs))
 
     # Secret templates hold placeholders only.
     for n, s in secrets.items():

@@ -154,6 +154,12 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
         vcores: o.concurrent_tasks,
         work_dir: Some(work_dir),
         executor_heartbeat_interval_seconds: 2,
+        // Shuffle files hold confidential partial cells. The scheduler has executors remove a
+        // job's files shortly after the job ends; this sweep also removes what an interrupted
+        // job (lost scheduler, killed client) left behind, once unused for a whole run's
+        // deadline (deploy/k8s: 6 h). A graceful stop removes everything.
+        job_data_clean_up_interval_seconds: 600,
+        job_data_ttl_seconds: 6 * 3600,
         override_function_registry: Some(Arc::new(registry)),
         override_runtime_producer: Some(runtime),
         ..Default::default()

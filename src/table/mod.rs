@@ -367,7 +367,8 @@ impl Table {
         if !(lower <= v && v <= upper) {
             return Err(TableError::BadApriori {
                 entry: cell,
-                why: format!("bounds [{lower}, {upper}] exclude the value {v}"),
+                // The value itself stays out of the message: errors end up in logs.
+                why: format!("bounds [{lower}, {upper}] exclude the cell's value"),
             });
         }
         self.lower[cell] = lower;

@@ -221,3 +221,28 @@ fn issue_13_failed_protection_publishes_nothing() {
     assert_eq!(snapshot(&d.path().join("out")), before);
     assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
 }
+
+/// Issue 13 item 10: what a run and `sdcflow audit` print (the logs of the cluster's pods) holds
+/// no cell value: none of the suppressed cells' values, the confidential ones, appears in either
+/// stream, written with 2 decimals as `published.csv` would, or as sdcflow's float formatting.
+#[test]
+fn issue_13_logs_hold_no_cell_values() {
+    let d = tempfile::tempdir().unwrap();
+    setup(d.path(), 20_000, "out", "modular");
+    let (code, out, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 0, "{out}{err}");
+    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 2);
+    let (acode, aout, aerr) = run(&["audit", "out"], d.path());
+    assert_eq!(acode, 0, "{aout}{aerr}");
+    let logs = format!("{out}{err}{aerr}");
+    let suppressed: Vec<f64> = cells.values().filter(|c| c.status == "U" || c.status == "M").map(|c| c.value).collect();
+    assert!(suppressed.len() > 5, "the table must have suppressed cells: {}", suppressed.len());
+    for v in suppressed {
+        for text in [format!("{v:.2}"), format!("{v}")] {
+            // Short numbers (a few digits) occur in any log by chance: check distinctive ones.
+            if text.len() >= 6 {
+                assert!(!logs.contains(&text), "a suppressed value {text} is in the logs:\n{logs}");
+            }
+        }
+    }
+}
