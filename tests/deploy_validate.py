@@ -180,7 +180,13 @@ def check_network(docs, comps):
                     if "namespaceSelector" in peer or "ipBlock" in peer:
                         problem(where, f"ingress to {target} admits peers outside the namespace")
                         continue
-                    sources = {c for c, l in comps.items() if selects(peer.get("podSelector") or {}, l)}
+                    sel = peer.get("podSelector") or {}
+                    if "app.kubernetes.io/component" not in (sel.get("matchLabels") or {}):
+                        # Selects by something other than the pipeline's roles: any pod that
+                        # carries those labels (or, with {}, every pod of the namespace) gets in.
+                        problem(where, f"ingress to {target} admits pods that are not a component of sdcflow")
+                        continue
+                    sources = {c for c, l in comps.items() if selects(sel, l)}
                     for p in ports:
                         allowed.setdefault(p.get("port"), set()).update(sources)
         want_ports, want_sources = ALLOWED_INGRESS.get(target, (set(), set()))

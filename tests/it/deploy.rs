@@ -81,7 +81,7 @@ fn network_policies_admit_only_the_pipeline() {
         return;
     };
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("to executor:50051") && out.contains("must be exactly"), "{out}");
+    assert!(out.contains("ingress to executor admits pods that are not a component of sdcflow"), "{out}");
     // Pods of other namespaces may reach the scheduler.
     let Some((code, out)) = validate_edited(edit(
         "    - from:\n        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: sdcflow\n              app.kubernetes.io/component: run\n",

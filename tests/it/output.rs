@@ -232,7 +232,7 @@ fn issue_13_logs_hold_no_cell_values() {
     let (code, out, err) = run(&["run", "job.toml"], d.path());
     assert_eq!(code, 0, "{out}{err}");
     let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 2);
-    let (acode, aout, aerr) = run(&["audit", "out"], d.path());
+    let (acode, aout, aerr) = run(&["audit", "out/confidential/t/cells.parquet", "--job", "job.toml"], d.path());
     assert_eq!(acode, 0, "{aout}{aerr}");
     let logs = format!("{out}{err}{aerr}");
     let suppressed: Vec<f64> = cells.values().filter(|c| c.status == "U" || c.status == "M").map(|c| c.value).collect();
