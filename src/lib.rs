@@ -29,6 +29,7 @@ pub mod engine;
 pub mod error;
 pub mod generate;
 pub mod hierarchy;
+pub mod import_argus;
 pub mod job;
 pub mod lp;
 pub mod masking;

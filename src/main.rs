@@ -58,6 +58,22 @@ enum Command {
     },
     /// One-line microaggregation of one data set (numeric or nominal).
     Microaggregate(MicroaggregateArgs),
+    /// Translate a tau-Argus batch file (.arb, with its .rda/.hrc/.hst files) into a job file;
+    /// converts the batch's microdata to Parquet and lists what it cannot translate.
+    ImportArgus {
+        /// The tau-Argus batch file.
+        arb: PathBuf,
+        /// The job file to write.
+        #[arg(long, default_value = "job.toml")]
+        out: PathBuf,
+        /// Use this Parquet/CSV microdata (with the .rda's variables as columns) instead of
+        /// converting the batch's data file.
+        #[arg(long)]
+        microdata: Option<String>,
+        /// `[output] dir` of the job (default: `sdcflow-out` beside the job file).
+        #[arg(long)]
+        output_dir: Option<String>,
+    },
     /// Generate census-like synthetic microdata as Parquet parts.
     Generate {
         /// Output directory.
@@ -362,6 +378,32 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             };
             let j = Job::from_spec(Path::new("<command line>"), spec)?;
             execute(&j, None, None, &progress, verbosity).await
+        }
+        Command::ImportArgus { arb, out, microdata, output_dir } => {
+            let opts = sdcflow::import_argus::ImportOptions { microdata, converted: None, output_dir };
+            // Refuse to overwrite anything but a job file this command wrote (checked before
+            // anything is converted or written).
+            if let Ok(old) = std::fs::read(&out) {
+                if !old.starts_with(sdcflow::import_argus::JOB_HEADER.as_bytes()) {
+                    return Err(sdcflow::Error::Output {
+                        location: out.display().to_string(),
+                        message: "exists and was not written by `sdcflow import-argus`; choose another --out".into(),
+                    }
+                    .into());
+                }
+            }
+            let t = sdcflow::import_argus::import(&arb, &out, &opts)?;
+            std::fs::write(&out, &t.toml).map_err(|e| sdcflow::Error::io(&out, e))?;
+            if verbosity > Verbosity::Quiet {
+                if let Some(c) = &t.converted {
+                    println!("microdata converted to {}", c.display());
+                }
+                for n in &t.untranslated {
+                    eprintln!("not translated: {n}");
+                }
+                println!("job written to {} ({} untranslated)", out.display(), t.untranslated.len());
+            }
+            Ok(())
         }
         Command::Generate { out, rows, seed, rows_per_part } => {
             let opts = sdcflow::generate::GenerateOptions { rows, seed, rows_per_part, ..Default::default() };

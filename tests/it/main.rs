@@ -7,6 +7,7 @@ mod cluster;
 mod common;
 mod deploy;
 mod engines;
+mod import_argus;
 mod linked;
 mod microagg;
 mod output;
