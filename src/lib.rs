@@ -38,6 +38,7 @@ pub mod output;
 pub mod progress;
 pub mod publish;
 pub mod report;
+pub mod report_html;
 pub mod rng;
 pub mod rules;
 pub mod run;

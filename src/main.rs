@@ -58,6 +58,11 @@ enum Command {
     },
     /// One-line microaggregation of one data set (numeric or nominal).
     Microaggregate(MicroaggregateArgs),
+    /// Re-render OUT/report.html from OUT/report.json (a local output directory).
+    Report {
+        /// The output directory of a run.
+        out: PathBuf,
+    },
     /// Translate a tau-Argus batch file (.arb, with its .rda/.hrc/.hst files) into a job file;
     /// converts the batch's microdata to Parquet and lists what it cannot translate.
     ImportArgus {
@@ -378,6 +383,13 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             };
             let j = Job::from_spec(Path::new("<command line>"), spec)?;
             execute(&j, None, None, &progress, verbosity).await
+        }
+        Command::Report { out } => {
+            let html = sdcflow::report_html::render_output(&out)?;
+            if verbosity > Verbosity::Quiet {
+                println!("report written to {}", html.display());
+            }
+            Ok(())
         }
         Command::ImportArgus { arb, out, microdata, output_dir } => {
             let opts = sdcflow::import_argus::ImportOptions { microdata, converted: None, output_dir };

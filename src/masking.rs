@@ -160,7 +160,7 @@ pub async fn run_microaggregation_on(
             }
             None => (microagg::microaggregate(&data, &params).map_err(failed)?, Default::default()),
         };
-        let (cols, mut report) = numeric_output(&r, m, data.rows);
+        let (cols, mut report) = numeric_output(&r, m, &data);
         if !per_worker.is_empty() {
             report["strata_per_worker"] = json!(per_worker);
         }
@@ -263,9 +263,24 @@ fn numeric_input(
 fn numeric_output(
     r: &microagg::MicroaggResult,
     m: &MicroaggregationSpec,
-    n: usize,
+    data: &NumericData,
 ) -> (HashMap<String, ArrayRef>, serde_json::Value) {
-    let d = m.variables.len();
+    let (n, d) = (data.rows, m.variables.len());
+    // Per variable, in its own units: Σ (x − masked)² and its share of Σ (x − mean)², so a
+    // reader sees which variable paid for the grouping.
+    let per_variable: Vec<serde_json::Value> = m
+        .variables
+        .iter()
+        .enumerate()
+        .map(|(j, v)| {
+            let x = |i: usize| data.values[i * d + j];
+            let mean = (0..n).map(x).sum::<f64>() / n.max(1) as f64;
+            let sse: f64 = (0..n).map(|i| (x(i) - r.masked[i * d + j]).powi(2)).sum();
+            let sst: f64 = (0..n).map(|i| (x(i) - mean).powi(2)).sum();
+            let il = if sst > 0.0 { 100.0 * sse / sst } else { 0.0 };
+            json!({"variable": v, "sse": sse, "information_loss_percent": il})
+        })
+        .collect();
     let mut cols = HashMap::new();
     for (j, v) in m.variables.iter().enumerate() {
         let col: Float64Array = (0..n).map(|i| Some(r.masked[i * d + j])).collect();
@@ -283,6 +298,9 @@ fn numeric_output(
         "gap_percent": r.gap_percent,
         "restricted_lower_bound": r.restricted_bound,
         "group_size_histogram": r.group_sizes,
+        // The MDAV partition the result started from (two-step: MDAV inside the macro-groups).
+        "mdav_sse": r.step1_sse.unwrap_or(r.sse),
+        "per_variable": per_variable,
         "warnings": r.warnings,
         "timings_s": {
             "standardise": r.timings.standardise_s,

@@ -12,7 +12,7 @@
 //! suppression needs the whole table) go through the same writer in one chunk. Files are
 //! written inside the run's staging area; nothing is visible until the run commits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -39,6 +39,81 @@ pub struct Tally {
     pub total_abs: f64,
     /// Σ |value| over suppressed cells.
     pub suppressed_abs: f64,
+    /// Per explanatory variable, per hierarchy level (0 = its total): cells, suppressed cells
+    /// and their values — where in the hierarchies the pattern falls.
+    pub by_level: Vec<Vec<LevelTally>>,
+    /// Status of the cells of the heat map (see [`HeatMap`]).
+    pub heat_map: Option<HeatMap>,
+}
+
+/// Cells and suppressions at one level of one variable (all other variables at any level).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LevelTally {
+    /// Hierarchy level: 0 is the variable's total.
+    pub level: usize,
+    /// Nonempty cells at this level.
+    pub cells: usize,
+    /// Suppressed cells at this level.
+    pub suppressed: usize,
+    /// Σ |value| of the cells.
+    pub value: f64,
+    /// Σ |value| of the suppressed cells.
+    pub suppressed_value: f64,
+}
+
+/// The picture of a pattern: the two variables with the most finest-level codes, crossed at
+/// their finest level, every other variable at its total; at most [`HeatMap::MAX_CODES`] codes
+/// per axis (the first ones), so the page stays small.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HeatMap {
+    /// Variable along the columns.
+    pub x: String,
+    /// Variable along the rows.
+    pub y: String,
+    /// Column codes.
+    pub x_codes: Vec<String>,
+    /// Row codes.
+    pub y_codes: Vec<String>,
+    /// Status letter per (row, column), row-major; empty for an empty cell.
+    pub status: Vec<String>,
+}
+
+impl HeatMap {
+    /// Codes per axis at most.
+    pub const MAX_CODES: usize = 60;
+}
+
+/// Where a heat map's cells are found: axis variables, their leaf node → position, and the
+/// variables that must be at their total.
+#[derive(Debug, Clone)]
+struct HeatLayout {
+    x: usize,
+    y: usize,
+    x_pos: HashMap<u32, usize>,
+    y_pos: HashMap<u32, usize>,
+}
+
+impl HeatLayout {
+    /// The two variables with the most leaves (in job order on ties); `None` below 2 variables.
+    fn new(dims: &[Hierarchy]) -> Option<(Self, HeatMap)> {
+        if dims.len() < 2 {
+            return None;
+        }
+        let leaves: Vec<Vec<usize>> = dims.iter().map(|h| h.leaves().take(HeatMap::MAX_CODES).collect()).collect();
+        let mut order: Vec<usize> = (0..dims.len()).collect();
+        order.sort_by_key(|&d| std::cmp::Reverse(dims[d].leaves().count()));
+        let (x, y) = (order[0], order[1]);
+        let pos = |d: usize| leaves[d].iter().enumerate().map(|(i, &n)| (n as u32, i)).collect::<HashMap<_, _>>();
+        let codes = |d: usize| leaves[d].iter().map(|&n| dims[d].code(n).to_string()).collect::<Vec<_>>();
+        let map = HeatMap {
+            x: dims[x].variable().to_string(),
+            y: dims[y].variable().to_string(),
+            x_codes: codes(x),
+            y_codes: codes(y),
+            status: vec![String::new(); leaves[x].len() * leaves[y].len()],
+        };
+        Some((Self { x, y, x_pos: pos(x), y_pos: pos(y) }, map))
+    }
 }
 
 impl Tally {
@@ -124,6 +199,9 @@ pub struct TableWriter {
     csv: BufWriter<File>,
     /// CSV-quoted code of every node, per variable (quoted once, written millions of times).
     csv_codes: Vec<Vec<String>>,
+    /// Hierarchy level of every node, per variable.
+    depths: Vec<Vec<usize>>,
+    heat: Option<HeatLayout>,
     tally: Tally,
 }
 
@@ -154,7 +232,17 @@ impl TableWriter {
             explanatory.iter().map(|e| csv_field(e)).chain(std::iter::once("value".to_string())).collect();
         writeln!(csv, "{}", header.join(",")).map_err(|e| Error::io(&cp, e))?;
         let csv_codes = dims.iter().map(|h| h.nodes().iter().map(|n| csv_field(&n.code)).collect()).collect();
-        Ok(Self { csv_path: cp, parquet, csv, csv_codes, tally: Tally::default() })
+        let depths: Vec<Vec<usize>> = dims.iter().map(|h| h.nodes().iter().map(|n| n.depth).collect()).collect();
+        let by_level = dims
+            .iter()
+            .map(|h| (0..=h.depth()).map(|level| LevelTally { level, ..Default::default() }).collect())
+            .collect();
+        let (heat, heat_map) = match HeatLayout::new(dims) {
+            Some((l, m)) => (Some(l), Some(m)),
+            None => (None, None),
+        };
+        let tally = Tally { by_level, heat_map, ..Default::default() };
+        Ok(Self { csv_path: cp, parquet, csv, csv_codes, depths, heat, tally })
     }
 
     /// Appends a chunk of assessed cells (in key order) to both files.
@@ -176,9 +264,28 @@ impl TableWriter {
             self.csv.write_all(b"\n").map_err(io)?;
             let t = &mut self.tally;
             *t.status_counts.entry(a.status[i].letter()).or_default() += 1;
-            t.total_abs += c.value[i].abs();
+            let v = c.value[i].abs();
+            t.total_abs += v;
             if suppressed {
-                t.suppressed_abs += c.value[i].abs();
+                t.suppressed_abs += v;
+            }
+            let coords = &c.coords[i * k..(i + 1) * k];
+            for (d, &node) in coords.iter().enumerate() {
+                let l = &mut t.by_level[d][self.depths[d][node as usize]];
+                l.cells += 1;
+                l.value += v;
+                if suppressed {
+                    l.suppressed += 1;
+                    l.suppressed_value += v;
+                }
+            }
+            if let (Some(h), Some(m)) = (&self.heat, t.heat_map.as_mut()) {
+                let others_total = coords.iter().enumerate().all(|(d, &n)| d == h.x || d == h.y || n == 0);
+                if let (true, Some(&xi), Some(&yi)) =
+                    (others_total, h.x_pos.get(&coords[h.x]), h.y_pos.get(&coords[h.y]))
+                {
+                    m.status[yi * m.x_codes.len() + xi] = a.status[i].letter().to_string();
+                }
             }
         }
         self.tally.cells += c.len();

@@ -7,10 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::publish::{HeatMap, LevelTally};
 
 /// The whole report of a run.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct Report {
     /// sdcflow version that wrote the report.
     pub sdcflow_version: String,
@@ -25,7 +27,7 @@ pub struct Report {
 }
 
 /// Figures of one protected table.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct TableReport {
     /// Table name.
     pub name: String,
@@ -47,6 +49,18 @@ pub struct TableReport {
     pub secondaries: usize,
     /// Σ value of suppressed cells / Σ value of all cells (internal cells and marginals alike).
     pub suppressed_value_share: f64,
+    /// Σ |value| of all cells.
+    #[serde(default)]
+    pub total_value: f64,
+    /// Σ |value| of the suppressed cells.
+    #[serde(default)]
+    pub suppressed_value: f64,
+    /// Per explanatory variable, cells and suppressions at each hierarchy level (0 = total).
+    #[serde(default)]
+    pub suppressed_by_level: BTreeMap<String, Vec<LevelTally>>,
+    /// The two largest variables at their finest level, status per cell (report.html's picture).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heat_map: Option<HeatMap>,
     /// Secondary method.
     pub method: String,
     /// Whether the suppression pattern was audited and protects every primary against
@@ -64,7 +78,7 @@ pub struct TableReport {
     pub files: Vec<String>,
     /// Modular method: how many subtables each worker solved (a cluster executor, or the
     /// client process in local mode). Not deterministic: depends on the cluster's scheduling.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub subtables_per_worker: BTreeMap<String, usize>,
     /// Where the secondary method (or the modular completion) and the final audit ran: a
     /// cluster executor, or the client process in local mode. Not deterministic.

@@ -240,6 +240,8 @@ async fn run_job_with(
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
     let rp = staging.dir().join("report.json");
     std::fs::write(&rp, json).map_err(|e| Error::io(&rp, e))?;
+    let hp = staging.dir().join("report.html");
+    std::fs::write(&hp, crate::report_html::render(&report)).map_err(|e| Error::io(&hp, e))?;
     Ok((staging, Summary { output, report }))
 }
 
@@ -344,6 +346,14 @@ fn table_report(
         secondaries: tally.count("M"),
         status_counts: tally.status_counts.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         suppressed_value_share: tally.suppressed_share(),
+        total_value: tally.total_abs,
+        suppressed_value: tally.suppressed_abs,
+        suppressed_by_level: dims
+            .iter()
+            .zip(&tally.by_level)
+            .map(|(h, levels)| (h.variable().to_string(), levels.clone()))
+            .collect(),
+        heat_map: tally.heat_map.clone(),
         method: t.secondary.clone(),
         protected_against_recalculation: p.is_some(),
         audit: match p {

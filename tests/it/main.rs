@@ -11,6 +11,7 @@ mod import_argus;
 mod linked;
 mod microagg;
 mod output;
+mod report_html;
 mod s3;
 mod secondary;
 mod tabulation;
