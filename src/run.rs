@@ -38,7 +38,8 @@ pub struct AssessedTable {
 /// Applies the table's safety rules to every cell.
 pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
     let mut status = Vec::with_capacity(cells.len());
-    let mut level = Vec::with_capacity(cells.len());
+    let mut lpl = Vec::with_capacity(cells.len());
+    let mut upl = Vec::with_capacity(cells.len());
     for i in 0..cells.len() {
         let a = t.safety.assess(&CellFacts {
             freq: cells.freq[i],
@@ -47,9 +48,10 @@ pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
             manual: false,
         });
         status.push(a.status);
-        level.push(a.protection);
+        lpl.push(a.lpl);
+        upl.push(a.upl);
     }
-    AssessedTable { cells, status, lpl: level.clone(), upl: level }
+    AssessedTable { cells, status, lpl, upl }
 }
 
 /// The tabulation request of a table job reading `source`.

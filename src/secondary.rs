@@ -330,7 +330,8 @@ fn parse_apriori_line(
 
 /// Applies the status changes of an a-priori file to an assessed table, in file order: `U`
 /// re-assesses the cell as manually unsafe, `P` marks it protected, `M`/`ML` suppressed, `PL`
-/// sets the protection levels of a primary cell; `S` checks the cell is not primary. Costs and
+/// raises the protection levels of a primary cell (never below the rules' levels); `S` checks
+/// the cell is not primary. Costs and
 /// bounds are applied on the solver's model ([`to_table_with`]). Errors name the file and line.
 pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &AprioriFile) -> Result<()> {
     let find: HashMap<&[u32], usize> = (0..a.cells.len()).map(|i| (a.cells.coord(i), i)).collect();
@@ -372,8 +373,8 @@ pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &Aprior
                     manual: true,
                 });
                 a.status[i] = r.status;
-                a.lpl[i] = a.lpl[i].max(r.protection);
-                a.upl[i] = a.upl[i].max(r.protection);
+                a.lpl[i] = a.lpl[i].max(r.lpl);
+                a.upl[i] = a.upl[i].max(r.upl);
             }
             AprioriChange::Action(AprioriAction::ForcePublish) => {
                 if status == CellStatus::Primary {
@@ -396,8 +397,10 @@ pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &Aprior
                         format!("`PL` applies to primary cells; cell ({}) has status {}", codes(), status.letter()),
                     ));
                 }
-                a.lpl[i] = *lpl;
-                a.upl[i] = *upl;
+                // An a-priori level may raise protection, never lower it below what the safety
+                // rules require: `sdcflow audit` re-assesses the rules and would reject it.
+                a.lpl[i] = a.lpl[i].max(*lpl);
+                a.upl[i] = a.upl[i].max(*upl);
             }
             AprioriChange::Action(_) => {}
         }
