@@ -148,7 +148,7 @@ fn has_glob(s: &str) -> bool {
 pub async fn run_preludes(ctx: &SessionContext, files: &[std::path::PathBuf]) -> Result<Option<String>> {
     let mut last = None;
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+        let text = std::fs::read_to_string(f).map_err(|e| Error::unreadable(f, &e))?;
         for stmt in split_statements(&text) {
             if let Some(v) = created_view(&stmt) {
                 last = Some(v);

@@ -173,6 +173,9 @@ impl Safety {
             let rule = match name.as_str() {
                 "FREQ" => {
                     arity(&[2])?;
+                    if args[1] > 100.0 {
+                        return Err(err(part, format!("the range must be a percentage in [0, 100], got {}", args[1])));
+                    }
                     Rule::Freq { min: int(args[0], "the minimum frequency")? as u64, range: args[1] }
                 }
                 "NK" => {
@@ -323,6 +326,7 @@ mod tests {
             ("NK(0,85)", "whole number"),
             ("NK(1,150)", "percentage"),
             ("FREQ(3)", "takes [2] arguments"),
+            ("FREQ(3,150)", "percentage in [0, 100]"),
             ("PQ(30,20)", "smaller than q"),
             ("", "no rule"),
             ("NK(1,80)|NK(2,80)|NK(3,80)|P(10)|P(20)", "at most 4"),

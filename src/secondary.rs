@@ -289,7 +289,7 @@ impl AprioriFile {
 /// unknown code, a cell that does not exist, an unknown change, a missing number — is an
 /// input error (exit 2) naming the file, line and code; all are reported together.
 pub fn read_apriori(path: &Path, sep: u8, dims: &[Dimension]) -> Result<AprioriFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::unreadable(path, &e))?;
     let f = AprioriFile { path: path.to_path_buf(), lines: Vec::new() };
     let index: Vec<HashMap<&str, u32>> =
         dims.iter().map(|d| d.codes.iter().enumerate().map(|(i, c)| (c.as_str(), i as u32)).collect()).collect();
