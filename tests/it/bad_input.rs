@@ -275,3 +275,24 @@ fn issue_13_non_utf8_job_file() {
     assert_eq!(err.matches("not UTF-8").count(), 1, "said once: {err}");
     assert!(!d.path().join("out").exists());
 }
+
+#[test]
+fn issue_13_non_finite_response_and_weight() {
+    let d = tempfile::tempdir().unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    write_parquet(
+        &d.path().join("m.parquet"),
+        vec![
+            Col::Str("geo", s(&["1101", "1102", "1201", "1201"])),
+            Col::Str("sex", s(&["1", "2", "1", "2"])),
+            Col::F64("salary", vec![f64::NAN, 200.0, f64::INFINITY, f64::NEG_INFINITY]),
+            // Otherwise constant: Parquet statistics leave out NaN, and min = max must not hide it.
+            Col::F64("w", vec![1.0, f64::NAN, 1.0, 1.0]),
+        ],
+    );
+    expect_input_error(
+        d.path(),
+        &job("m.parquet", "response = \"salary\"\nweight = \"w\"", "", "FREQ(3,10)"),
+        &["table `t`: column \"salary\" has 3 NaN or infinite values", "column \"w\" has 1 NaN"],
+    );
+}
