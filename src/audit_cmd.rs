@@ -307,10 +307,17 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
                     published_sensitive.push(codes.clone());
                 } else {
                     status = CellStatus::Primary;
-                    lpl = lpl.max(a.protection);
-                    upl = upl.max(a.protection);
+                    lpl = lpl.max(a.lpl);
+                    upl = upl.max(a.upl);
                 }
             }
+        }
+        if status == CellStatus::Primary {
+            // The run's minimum levels hold for every sensitive cell, also when the rules
+            // cannot be re-evaluated from the stored columns.
+            let (l, u) = crate::rules::min_levels(c.value[i]);
+            lpl = lpl.max(l);
+            upl = upl.max(u);
         }
         let mut cell = Cell::new(coord, c.value[i], c.freq[i]);
         cell.top1 = c.top1[i];
@@ -331,9 +338,13 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
                 crate::secondary::AprioriChange::Action(a @ AprioriAction::Bounds { .. }) => {
                     entries.push(AprioriEntry { coord: l.coord.clone(), action: a.clone() })
                 }
-                crate::secondary::AprioriChange::Action(AprioriAction::Protection { spl, .. }) => {
+                crate::secondary::AprioriChange::Action(AprioriAction::Protection { lpl, upl, spl }) => {
+                    // As in the run: `PL` raises a primary's levels, never lowers them.
                     let cell = &table.cells()[i];
-                    table.set_protection(i, cell.lpl, cell.upl, *spl);
+                    if cell.status == CellStatus::Primary {
+                        let (l, u, s) = (cell.lpl.max(*lpl), cell.upl.max(*upl), cell.spl.max(*spl));
+                        table.set_protection(i, l, u, s);
+                    }
                 }
                 _ => {}
             }

@@ -35,10 +35,14 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
         EngineMode::Local => SessionConfig::new(),
         _ => SessionConfig::new_with_ballista(),
     };
-    let config = base
+    let mut config = base
         .with_target_partitions(opts.target_partitions)
         // Sorting of the output is done by sdcflow; keep batches moderate for bounded memory.
         .with_batch_size(8192);
+    // Parquet min/max statistics leave out NaN, and DataFusion 55 plans a column whose min equals
+    // its max as that constant: `[1, NaN, 1]` would be read as `[1, 1, 1]`, hiding bad values
+    // from the input checks. sdcflow scans every row anyway, so the statistics buy nothing.
+    config.options_mut().execution.collect_statistics = false;
     // `s3://` buckets other than the input's (e.g. a scratch prefix) open on demand.
     let mut runtime = RuntimeEnvBuilder::new()
         .with_object_store_registry(Arc::new(crate::dist::store::EnvObjectStoreRegistry::default()));
@@ -148,7 +152,7 @@ fn has_glob(s: &str) -> bool {
 pub async fn run_preludes(ctx: &SessionContext, files: &[std::path::PathBuf]) -> Result<Option<String>> {
     let mut last = None;
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+        let text = std::fs::read_to_string(f).map_err(|e| Error::unreadable(f, &e))?;
         for stmt in split_statements(&text) {
             if let Some(v) = created_view(&stmt) {
                 last = Some(v);

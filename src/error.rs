@@ -132,6 +132,25 @@ impl Error {
         Error::Io { path: path.into(), source }
     }
 
+    /// Why a local input file (job, `.hrc`, mapping, SQL, a-priori) could not be read, said
+    /// once and in words: the caller names the file, so the OS text is not repeated.
+    pub fn unreadable_reason(e: &std::io::Error) -> String {
+        use std::io::ErrorKind::*;
+        match e.kind() {
+            NotFound => "not found".into(),
+            PermissionDenied => "cannot be read: permission denied".into(),
+            InvalidData => "is not UTF-8 text (save it as UTF-8)".into(),
+            IsADirectory => "is a directory, not a file".into(),
+            _ => format!("cannot be read: {e}"),
+        }
+    }
+
+    /// An input file that cannot be read or is not UTF-8 text: an input error (exit 2) naming
+    /// the file; a hierarchy file keeps its "hierarchy of `x`" prefix via [`Error::Hierarchy`].
+    pub fn unreadable(path: &std::path::Path, e: &std::io::Error) -> Self {
+        Error::data(path.display().to_string(), Self::unreadable_reason(e))
+    }
+
     /// Folds a list of errors: none → `Ok`, one → itself, several → [`Error::Collection`].
     pub fn collect(mut errs: Vec<Error>) -> Result<()> {
         match errs.len() {

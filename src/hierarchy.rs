@@ -127,11 +127,13 @@ impl Hierarchy {
                 widths = Some(w.clone());
             }
             HierarchySpec::Hrc { path, lead } => {
-                let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| herr(Some(path), None, Error::unreadable_reason(&e)))?;
                 parse_hrc(&mut b, &text, lead).map_err(|(line, m)| herr(Some(path), Some(line), m))?;
             }
             HierarchySpec::Mapping(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| herr(Some(path), None, Error::unreadable_reason(&e)))?;
                 parse_mapping(&mut b, &text).map_err(|(line, m)| herr(Some(path), line, m))?;
             }
         }

@@ -274,7 +274,8 @@ pub struct Job {
 impl Job {
     /// Reads, parses and validates a job file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::job(path, format!("the job file {}", Error::unreadable_reason(&e))))?;
         Self::parse(path, &text)
     }
 
@@ -366,6 +367,11 @@ impl Job {
             let uniq: BTreeSet<&String> = t.explanatory.iter().collect();
             if uniq.len() != t.explanatory.len() {
                 errs.push(jerr(format!("{key}.explanatory: a variable is listed twice")));
+            }
+            if let Some(r) = t.response.as_ref().filter(|r| t.explanatory.contains(r)) {
+                errs.push(jerr(format!(
+                    "{key}.response: {r:?} is also an explanatory variable; a variable either spans the table or is summed in its cells"
+                )));
             }
             let safety = match Safety::parse(&t.safety) {
                 Ok(s) => Some(s),
@@ -548,6 +554,10 @@ fn validate_microaggregation(
     }
     if m.variables.is_empty() {
         err(".variables: give at least one variable".into());
+    }
+    let mut seen = BTreeSet::new();
+    for v in m.variables.iter().filter(|v| !seen.insert(v.as_str())) {
+        err(format!(".variables: {v:?} is listed twice"));
     }
     if m.k < 2 {
         err(format!(".k: must be at least 2, got {}", m.k));

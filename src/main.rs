@@ -90,8 +90,8 @@ enum Command {
         /// Seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Rows per Parquet part.
-        #[arg(long, default_value_t = 1_000_000)]
+        /// Rows per Parquet part (at least 1).
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
         rows_per_part: u64,
     },
     /// Start a Ballista scheduler that knows sdcflow's functions.

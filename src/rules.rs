@@ -16,6 +16,14 @@
 //! `x_i` are the largest contributions per contributor (holding) in the cell, `T` the cell total.
 //! Dominance rules (NK, P, PQ) are meaningless with negative contributions; tabulation rejects them.
 //!
+//! **Minimum protection.** A rule can ask for level 0 (`FREQ(3,10)` on a cell of value 0,
+//! `FREQ(m,0)`, `ZERO(0)`, `MAN(0)`), and a suppressed cell with level 0 may be recalculated
+//! exactly from its totals. So every primary's upper level is at least [`MIN_PROTECTION`]
+//! (one unit of the response; one contributor in a frequency table), and its lower level at
+//! least `min(MIN_PROTECTION, |T|)` (a nonnegative cell cannot go below 0, so a zero cell is
+//! protected upwards): the attacker's feasible interval of every suppressed sensitive cell has
+//! a nonzero width. tau-Argus likewise gives frequency-rule cells a protection level.
+//!
 //! ```
 //! use sdcflow::rules::{CellFacts, Safety};
 //! use sdcflow::table::CellStatus;
@@ -90,13 +98,30 @@ pub struct CellFacts<'a> {
     pub manual: bool,
 }
 
-/// The primary status and protection level of a cell.
+/// The primary status and protection levels of a cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Assessment {
     /// `Primary` when a rule flags the cell, `Empty` for a safe zero cell, `Safe` otherwise.
     pub status: CellStatus,
-    /// Symmetric protection level (lower = upper); 0 for safe cells.
+    /// The rules' symmetric protection level (the largest any flagging rule asks for); 0 for
+    /// safe cells.
     pub protection: f64,
+    /// Lower protection level: `protection` raised to the minimum ([`min_levels`]).
+    pub lpl: f64,
+    /// Upper protection level: `protection` raised to the minimum ([`min_levels`]).
+    pub upl: f64,
+}
+
+/// The smallest upper protection level of a primary cell, in units of the response (one
+/// contributor in a frequency table); see the module doc.
+pub const MIN_PROTECTION: f64 = 1.0;
+
+/// The minimum `(lower, upper)` protection levels of a primary cell with value `value`:
+/// `(min(MIN_PROTECTION, |value|), MIN_PROTECTION)`. Why: a level of 0 lets a suppressed
+/// sensitive cell be recalculated exactly; the lower level stops at `|value|` because a
+/// nonnegative cell cannot be pushed below 0 (a zero cell is protected upwards).
+pub fn min_levels(value: f64) -> (f64, f64) {
+    (MIN_PROTECTION.min(value.abs()), MIN_PROTECTION)
 }
 
 const KNOWN: &str = "FREQ(m,r), NK(n,k), P(p[,n]), PQ(p,q[,n]), ZERO(r), MAN(r)";
@@ -148,6 +173,9 @@ impl Safety {
             let rule = match name.as_str() {
                 "FREQ" => {
                     arity(&[2])?;
+                    if args[1] > 100.0 {
+                        return Err(err(part, format!("the range must be a percentage in [0, 100], got {}", args[1])));
+                    }
                     Rule::Freq { min: int(args[0], "the minimum frequency")? as u64, range: args[1] }
                 }
                 "NK" => {
@@ -261,12 +289,13 @@ impl Safety {
             }
         }
         if unsafe_ {
-            Assessment { status: CellStatus::Primary, protection: level }
+            let (lo, up) = min_levels(t);
+            Assessment { status: CellStatus::Primary, protection: level, lpl: level.max(lo), upl: level.max(up) }
         } else if t == 0.0 {
             // A safe cell with a zero total is a zero cell (`Z`): nothing to protect.
-            Assessment { status: CellStatus::Empty, protection: 0.0 }
+            Assessment { status: CellStatus::Empty, protection: 0.0, lpl: 0.0, upl: 0.0 }
         } else {
-            Assessment { status: CellStatus::Safe, protection: 0.0 }
+            Assessment { status: CellStatus::Safe, protection: 0.0, lpl: 0.0, upl: 0.0 }
         }
     }
 }
@@ -297,6 +326,7 @@ mod tests {
             ("NK(0,85)", "whole number"),
             ("NK(1,150)", "percentage"),
             ("FREQ(3)", "takes [2] arguments"),
+            ("FREQ(3,150)", "percentage in [0, 100]"),
             ("PQ(30,20)", "smaller than q"),
             ("", "no rule"),
             ("NK(1,80)|NK(2,80)|NK(3,80)|P(10)|P(20)", "at most 4"),
@@ -365,6 +395,25 @@ mod tests {
         let s = Safety::parse("NK(1,85)|FREQ(3,10)").unwrap();
         let a = s.assess(&facts(1, 100.0, &[100.0]));
         assert!((a.protection - (100.0 / 0.85 - 100.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn primaries_never_get_level_zero() {
+        // FREQ on a zero cell: the rule asks for 10 % of 0; the minimum keeps it recoverable
+        // only up to an interval of width ≥ 1 (upwards: the cell cannot go below 0).
+        let s = Safety::parse("FREQ(3,10)").unwrap();
+        let a = s.assess(&facts(2, 0.0, &[0.0, 0.0]));
+        assert_eq!((a.status, a.protection, a.lpl, a.upl), (CellStatus::Primary, 0.0, 0.0, MIN_PROTECTION));
+        // FREQ(m,0) on a positive cell: both directions get the minimum.
+        let a = Safety::parse("FREQ(3,0)").unwrap().assess(&facts(1, 40.0, &[40.0]));
+        assert_eq!((a.lpl, a.upl), (1.0, 1.0));
+        // A small cell: the lower level stops at the value.
+        let a = Safety::parse("FREQ(3,0)").unwrap().assess(&facts(1, 0.25, &[0.25]));
+        assert_eq!((a.lpl, a.upl), (0.25, 1.0));
+        // Levels above the minimum are kept; safe cells get none.
+        let a = s.assess(&facts(2, 200.0, &[150.0, 50.0]));
+        assert_eq!((a.lpl, a.upl), (20.0, 20.0));
+        assert_eq!(s.assess(&facts(5, 200.0, &[50.0, 50.0])).upl, 0.0);
     }
 
     #[test]

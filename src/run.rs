@@ -38,7 +38,8 @@ pub struct AssessedTable {
 /// Applies the table's safety rules to every cell.
 pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
     let mut status = Vec::with_capacity(cells.len());
-    let mut level = Vec::with_capacity(cells.len());
+    let mut lpl = Vec::with_capacity(cells.len());
+    let mut upl = Vec::with_capacity(cells.len());
     for i in 0..cells.len() {
         let a = t.safety.assess(&CellFacts {
             freq: cells.freq[i],
@@ -47,9 +48,10 @@ pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
             manual: false,
         });
         status.push(a.status);
-        level.push(a.protection);
+        lpl.push(a.lpl);
+        upl.push(a.upl);
     }
-    AssessedTable { cells, status, lpl: level.clone(), upl: level }
+    AssessedTable { cells, status, lpl, upl }
 }
 
 /// The tabulation request of a table job reading `source`.
@@ -130,7 +132,7 @@ async fn run_job_with(
         let source = match &t.source {
             Some(TableSource::View(v)) => v.clone(),
             Some(TableSource::SqlFile(f)) => {
-                let sql = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+                let sql = std::fs::read_to_string(f).map_err(|e| Error::unreadable(f, &e))?;
                 let name = format!("__sdc_{}_source", t.name);
                 ctx.sql(&format!("CREATE OR REPLACE VIEW \"{name}\" AS {}", sql.trim().trim_end_matches(';')))
                     .await
@@ -173,12 +175,7 @@ async fn run_job_with(
                 Ok(())
             })
             .await?;
-            let writer = match writer {
-                Some(w) => w,
-                None => {
-                    TableWriter::create(staging.dir(), &t.name, &t.explanatory, &empty.dims, empty.weight.is_some())?
-                }
-            };
+            let Some(writer) = writer else { return Err(no_rows(t, &job.microdata)) };
             let tally = writer.finish()?;
             timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64() - publish_s);
             timings.insert("primary_and_write".to_string(), publish_s);
@@ -187,6 +184,9 @@ async fn run_job_with(
         }
         let start = Instant::now();
         let cells = tabulate::tabulate(&ctx, &query, &hierarchies, progress).await?;
+        if cells.is_empty() {
+            return Err(no_rows(t, &job.microdata));
+        }
         timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
         let start = Instant::now();
         let mut assessed = assess(t, cells);
@@ -243,6 +243,17 @@ async fn run_job_with(
     let hp = staging.dir().join("report.html");
     std::fs::write(&hp, crate::report_html::render(&report)).map_err(|e| Error::io(&hp, e))?;
     Ok((staging, Summary { output, report }))
+}
+
+/// The input error for a table without records: publishing an empty table (and an audit that
+/// "passed" on nothing) would hide a wrong path, filter or view.
+fn no_rows(t: &TableJob, microdata: &str) -> Error {
+    let from = match &t.source {
+        Some(TableSource::View(v)) => format!("view `{v}`"),
+        Some(TableSource::SqlFile(f)) => f.display().to_string(),
+        None => microdata.to_string(),
+    };
+    Error::data(from, format!("table `{}` has no records (0 rows to tabulate); nothing was published", t.name))
 }
 
 /// Stage timings of one table.

@@ -158,6 +158,7 @@ pub fn protect_linked(
 ) -> Result<Vec<Protection>> {
     let names: Vec<&str> = tables.iter().map(|t| t.0).collect();
     let group = names.join(", ");
+    check_linked_conflicts(tables)?;
     let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e))?;
@@ -168,6 +169,73 @@ pub fn protect_linked(
         a.status.clone_from(&p.statuses);
     }
     Ok(ps)
+}
+
+/// Refuses linked tables whose a-priori files disagree about a common cell: forced published
+/// (`P`) in one table while suppressed in another (`M`/`ML`, or primary by the rules or a `U`
+/// line). Why: a common cell gets one status in the joint problem, so one of the two requests
+/// would be silently overridden. An input error (exit 2) naming both tables, the cell by its
+/// codes and the files and lines; every conflict is reported.
+pub fn check_linked_conflicts(tables: &[(&str, &mut AssessedTable, Option<&AprioriFile>)]) -> Result<()> {
+    // A cell across tables: its `variable=code` pairs off the total (as in the joint problem).
+    let key = |a: &AssessedTable, i: usize| -> Vec<(String, String)> {
+        let mut k: Vec<(String, String)> = a
+            .cells
+            .coord(i)
+            .iter()
+            .zip(&a.cells.dims)
+            .filter(|(&n, _)| n != 0)
+            .map(|(&n, h)| (h.variable().to_string(), h.code(n as usize).to_string()))
+            .collect();
+        k.sort();
+        k
+    };
+    let index: Vec<HashMap<Vec<(String, String)>, usize>> =
+        tables.iter().map(|(_, a, _)| (0..a.cells.len()).map(|i| (key(a, i), i)).collect()).collect();
+    // Where a table's a-priori file set a cell's status (the last matching line wins).
+    let line_of = |t: usize, i: usize, want: fn(&AprioriChange) -> bool| -> Option<String> {
+        let (_, a, f) = &tables[t];
+        let f = (*f)?;
+        let coord = a.cells.coord(i);
+        f.lines
+            .iter()
+            .rev()
+            .find(|l| l.coord == coord && want(&l.change))
+            .map(|l| format!("{}:{}", f.path.display(), l.line))
+    };
+    let mut errs = Vec::new();
+    for (ta, (name_a, a, _)) in tables.iter().enumerate() {
+        for i in (0..a.cells.len()).filter(|&i| a.status[i] == CellStatus::Protected) {
+            let k = key(a, i);
+            for (tb, (name_b, b, _)) in tables.iter().enumerate().filter(|&(tb, _)| tb != ta) {
+                let Some(&j) = index[tb].get(&k) else { continue };
+                let why = match b.status[j] {
+                    CellStatus::Secondary => {
+                        let at = line_of(tb, j, |c| *c == AprioriChange::Action(AprioriAction::ForceSuppress));
+                        format!("suppressed by `M` ({})", at.unwrap_or_else(|| "a-priori file".into()))
+                    }
+                    CellStatus::Primary => match line_of(tb, j, |c| *c == AprioriChange::Unsafe) {
+                        Some(at) => format!("primary by `U` ({at})"),
+                        None => "primary under its safety rules".into(),
+                    },
+                    _ => continue,
+                };
+                let at = line_of(ta, i, |c| *c == AprioriChange::Action(AprioriAction::ForcePublish))
+                    .unwrap_or_else(|| format!("table `{name_a}`"));
+                errs.push(Error::data(
+                    at,
+                    format!(
+                        "linked tables `{name_a}` and `{name_b}` disagree on a common cell: `P` forces cell ({}) of \
+                         table `{name_a}` to be published, but the same cell ({}) of table `{name_b}` is {why}; \
+                         a common cell has one status in linked tables — remove one of the lines",
+                        a.cells.codes(i).join(", "),
+                        b.cells.codes(j).join(", "),
+                    ),
+                ));
+            }
+        }
+    }
+    Error::collect(errs)
 }
 
 /// One change of a tau-Argus a-priori line.
@@ -221,7 +289,7 @@ impl AprioriFile {
 /// unknown code, a cell that does not exist, an unknown change, a missing number — is an
 /// input error (exit 2) naming the file, line and code; all are reported together.
 pub fn read_apriori(path: &Path, sep: u8, dims: &[Dimension]) -> Result<AprioriFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::unreadable(path, &e))?;
     let f = AprioriFile { path: path.to_path_buf(), lines: Vec::new() };
     let index: Vec<HashMap<&str, u32>> =
         dims.iter().map(|d| d.codes.iter().enumerate().map(|(i, c)| (c.as_str(), i as u32)).collect()).collect();
@@ -330,7 +398,8 @@ fn parse_apriori_line(
 
 /// Applies the status changes of an a-priori file to an assessed table, in file order: `U`
 /// re-assesses the cell as manually unsafe, `P` marks it protected, `M`/`ML` suppressed, `PL`
-/// sets the protection levels of a primary cell; `S` checks the cell is not primary. Costs and
+/// raises the protection levels of a primary cell (never below the rules' levels); `S` checks
+/// the cell is not primary. Costs and
 /// bounds are applied on the solver's model ([`to_table_with`]). Errors name the file and line.
 pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &AprioriFile) -> Result<()> {
     let find: HashMap<&[u32], usize> = (0..a.cells.len()).map(|i| (a.cells.coord(i), i)).collect();
@@ -372,8 +441,8 @@ pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &Aprior
                     manual: true,
                 });
                 a.status[i] = r.status;
-                a.lpl[i] = a.lpl[i].max(r.protection);
-                a.upl[i] = a.upl[i].max(r.protection);
+                a.lpl[i] = a.lpl[i].max(r.lpl);
+                a.upl[i] = a.upl[i].max(r.upl);
             }
             AprioriChange::Action(AprioriAction::ForcePublish) => {
                 if status == CellStatus::Primary {
@@ -396,8 +465,10 @@ pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &Aprior
                         format!("`PL` applies to primary cells; cell ({}) has status {}", codes(), status.letter()),
                     ));
                 }
-                a.lpl[i] = *lpl;
-                a.upl[i] = *upl;
+                // An a-priori level may raise protection, never lower it below what the safety
+                // rules require: `sdcflow audit` re-assesses the rules and would reject it.
+                a.lpl[i] = a.lpl[i].max(*lpl);
+                a.upl[i] = a.upl[i].max(*upl);
             }
             AprioriChange::Action(_) => {}
         }

@@ -559,4 +559,82 @@ mod tests {
         assert_eq!(decode_table_outcome(&encode_table_outcome(&Err(e.clone()), "x")).unwrap().unwrap_err(), e);
         assert!(decode_table_task("{\"version\":\"0.0.0\"}").is_err());
     }
+    /// Issue 13 item 5: the client re-audits what an executor returns. A wire result whose
+    /// pattern was tampered with (a secondary published again, still claiming a clean audit)
+    /// or whose audit figures do not match the pattern is refused; the honest one passes.
+    #[test]
+    fn tampered_table_results_are_refused_by_the_client() {
+        use crate::suppress::task::verify_outcome;
+        let t = small_table(5);
+        let task = TableTask {
+            tables: vec![t.clone()],
+            opts: ProtectOptions { method: Method::Fast, time_limit_s: 30.0, ..Default::default() },
+            merged: None,
+        };
+        // What an executor sends back, as JSON.
+        let honest = encode_table_outcome(
+            &crate::suppress::solve_table_task(&decode_table_task(&encode_table_task(&task)).unwrap()),
+            "exec-1",
+        );
+        let verify = |wire: &str| {
+            let out = decode_table_outcome(wire).unwrap().unwrap();
+            verify_outcome(&task.tables, task.opts.singleton_rule, &out)
+        };
+        verify(&honest).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&honest).unwrap();
+        assert!(json["statuses"][0].to_string().contains('M'), "the honest pattern has secondaries: {json}");
+        // Each secondary published again, one at a time: at least one exposes a primary.
+        let letters = json["statuses"][0].clone();
+        let flip = |k: usize| -> serde_json::Value {
+            match &letters {
+                serde_json::Value::String(s) => {
+                    let mut c: Vec<char> = s.chars().collect();
+                    c[k] = 'S';
+                    serde_json::Value::String(c.into_iter().collect())
+                }
+                serde_json::Value::Array(a) => {
+                    let mut a = a.clone();
+                    a[k] = serde_json::Value::String("S".into());
+                    serde_json::Value::Array(a)
+                }
+                other => panic!("unexpected status encoding {other}"),
+            }
+        };
+        let secondaries: Vec<usize> = decode_table_outcome(&honest).unwrap().unwrap().statuses[0]
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == CellStatus::Secondary)
+            .map(|(i, _)| i)
+            .collect();
+        let mut refused = 0;
+        for k in secondaries {
+            let mut bad = json.clone();
+            bad["statuses"][0] = flip(k);
+            assert_eq!(bad["audit"]["under_protected"], 0, "the tampered result still claims a clean audit");
+            if let Err(e) = verify(&bad.to_string()) {
+                let m = e.to_string();
+                assert!(matches!(e, SuppressError::Distributed(_)), "{e:?}");
+                assert!(
+                    m.contains("exec-1") && m.contains("under-protected") && m.contains("nothing is published"),
+                    "{m}"
+                );
+                refused += 1;
+            }
+        }
+        assert!(refused > 0, "publishing a secondary must expose some primary");
+        // An audit summary that does not match the pattern.
+        let mut bad = json.clone();
+        bad["audit"]["sensitive"] = serde_json::json!(0);
+        let e = verify(&bad.to_string()).unwrap_err().to_string();
+        assert!(e.contains("does not match"), "{e}");
+        // A primary published is a changed input status.
+        let mut bad = json.clone();
+        let p = decode_table_outcome(&honest).unwrap().unwrap().statuses[0]
+            .iter()
+            .position(|s| *s == CellStatus::Primary)
+            .unwrap();
+        bad["statuses"][0] = flip(p);
+        let e = verify(&bad.to_string()).unwrap_err().to_string();
+        assert!(e.contains("changed from U to S"), "{e}");
+    }
 }

@@ -194,6 +194,33 @@ pub(crate) fn solve_joint(
     Ok((statuses, joint.audit))
 }
 
+/// The joint audit of given output statuses of linked tables (independent of how they were
+/// found: the client's check of a result computed elsewhere). A common cell suppressed in one
+/// table and published in another is itself a finding (`Err`), since no joint pattern has it.
+pub(crate) fn audit_joint(
+    tables: &[Table],
+    statuses: &[Vec<CellStatus>],
+    singleton_rule: bool,
+) -> Result<super::AuditReport, SuppressError> {
+    let (p, maps) = join(tables)?;
+    let mut sup: Vec<Option<bool>> = vec![None; p.n()];
+    for (ti, st) in statuses.iter().enumerate() {
+        for (i, s) in st.iter().enumerate() {
+            let g = maps[ti][i] as usize;
+            let now = s.is_suppressed();
+            if sup[g].is_some_and(|before| before != now) {
+                return Err(SuppressError::Input(format!(
+                    "common cell {:?} is suppressed in one linked table and published in another",
+                    key(&tables[ti], i)
+                )));
+            }
+            sup[g] = Some(now);
+        }
+    }
+    let sup: Vec<bool> = sup.into_iter().map(|s| s.unwrap_or(false)).collect();
+    super::audit::audit_problem(&p, &sup, singleton_rule, &super::AuditOptions::default())
+}
+
 /// Modular per table with common suppressions forced, until stable; then joint repair.
 fn modular_linked(
     tables: &[Table],

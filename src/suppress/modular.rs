@@ -221,6 +221,14 @@ pub trait SubtableSolver: Sync {
     fn protect_table(&self, task: TableTask) -> Result<TableOutcome, SuppressError> {
         solve_table_task(&task)
     }
+
+    /// Whether [`Self::protect_table`]'s outcomes come from elsewhere (an executor, a
+    /// serialised payload) and must be re-audited by the caller before anything is published
+    /// ([`super::task::verify_outcome`]). `false` only for solvers that run the audit in this
+    /// process.
+    fn untrusted(&self) -> bool {
+        true
+    }
 }
 
 /// Solves subtables in this process, in parallel (rayon).
@@ -230,6 +238,10 @@ pub struct InProcess;
 impl SubtableSolver for InProcess {
     fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError> {
         tasks.par_iter().map(solve_task).collect()
+    }
+
+    fn untrusted(&self) -> bool {
+        false // the final audit ran in this process, on these tables
     }
 }
 

@@ -135,30 +135,94 @@ pub(crate) fn clean_summary(rep: &AuditReport, seconds: f64, method: Method) -> 
     })
 }
 
-/// Runs `task` with `solver` and checks the shape of what came back (a remote solver is
-/// trusted to have audited, not to have answered the right question).
+/// Runs `task` with `solver`; an outcome from an untrusted solver (an executor) is verified
+/// by [`verify_outcome`] before it is used.
 pub(crate) fn run_checked(solver: &dyn SubtableSolver, task: TableTask) -> Result<TableOutcome, SuppressError> {
-    let sizes: Vec<usize> = task.tables.iter().map(|t| t.cells().len()).collect();
-    let tables_statuses: Vec<Vec<CellStatus>> =
-        task.tables.iter().map(|t| t.cells().iter().map(|c| c.status).collect()).collect();
+    let untrusted = solver.untrusted();
+    // The task moves to the solver; keep what the verification needs.
+    let check = untrusted.then(|| (task.tables.clone(), task.opts.singleton_rule));
     let out = solver.protect_table(task)?;
+    if let Some((tables, singleton_rule)) = check {
+        verify_outcome(&tables, singleton_rule, &out)?;
+    }
+    Ok(out)
+}
+
+/// The client's check of a whole-table outcome computed elsewhere (issue 13: an executor's
+/// word is not an integrity check): one status per cell, input statuses kept, only free cells
+/// turned into secondaries, and the attacker-LP audit of the returned pattern — run here, from
+/// scratch, on the client's own tables — clean and in agreement with the figures the solver
+/// reported. Any mismatch is a [`SuppressError::Distributed`] naming the worker: the run fails
+/// and nothing is published.
+pub fn verify_outcome(tables: &[Table], singleton_rule: bool, out: &TableOutcome) -> Result<(), SuppressError> {
+    let refuse = |why: String| {
+        let worker = if out.worker.is_empty() { "the table solver".to_string() } else { out.worker.clone() };
+        Err(SuppressError::Distributed(format!("refused the result of {worker}: {why}; nothing is published")))
+    };
+    let sizes: Vec<usize> = tables.iter().map(|t| t.cells().len()).collect();
     let got: Vec<usize> = out.statuses.iter().map(Vec::len).collect();
     if got != sizes {
-        return Err(SuppressError::Distributed(format!(
-            "the table solver returned statuses for tables of {got:?} cells, expected {sizes:?}"
-        )));
+        return refuse(format!("statuses for tables of {got:?} cells, expected {sizes:?}"));
     }
     // Input statuses are kept; only free cells may become secondaries.
-    for (t, (table, st)) in tables_statuses.iter().zip(&out.statuses).enumerate() {
-        for (i, (&before, &after)) in table.iter().zip(st).enumerate() {
+    for (t, (table, st)) in tables.iter().zip(&out.statuses).enumerate() {
+        for (c, &after) in table.cells().iter().zip(st) {
+            let before = c.status;
             if before != after && !(before == CellStatus::Safe && after == CellStatus::Secondary) {
-                return Err(SuppressError::Distributed(format!(
-                    "the table solver changed cell {i} of table {t} from {before:?} to {after:?}"
-                )));
+                return refuse(format!(
+                    "cell ({}) of table {t} changed from {} to {}",
+                    codes(table, &c.coord),
+                    before.letter(),
+                    after.letter()
+                ));
             }
         }
     }
-    Ok(out)
+    let rep = match tables {
+        [table] => audit::audit(table, &out.statuses[0], singleton_rule, &AuditOptions::default()),
+        _ => linked::audit_joint(tables, &out.statuses, singleton_rule),
+    };
+    let rep = match rep {
+        Ok(r) => r,
+        Err(e) => return refuse(format!("its pattern cannot be audited: {e}")),
+    };
+    if !rep.is_clean() {
+        let named: Vec<String> = match tables {
+            [table] => rep
+                .under_protected
+                .iter()
+                .chain(rep.singleton_violations.iter().map(|v| &v.1))
+                .take(5)
+                .map(|&i| format!("({})", codes(table, &table.cells()[i].coord)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        return refuse(format!(
+            "the client's audit finds {} under-protected sensitive cells and {} singleton violations{} \
+             (the solver reported {} and {})",
+            rep.under_protected.len(),
+            rep.singleton_violations.len(),
+            if named.is_empty() { String::new() } else { format!(", first: {}", named.join(", ")) },
+            out.audit.under_protected,
+            out.audit.singleton_violations
+        ));
+    }
+    if rep.cells.len() != out.audit.sensitive || out.audit.under_protected != 0 || out.audit.singleton_violations != 0 {
+        return refuse(format!(
+            "its audit summary ({} sensitive, {} under-protected, {} singleton violations) does not match the \
+             client's audit ({} sensitive, 0 and 0)",
+            out.audit.sensitive,
+            out.audit.under_protected,
+            out.audit.singleton_violations,
+            rep.cells.len()
+        ));
+    }
+    Ok(())
+}
+
+/// A cell's codes, comma-separated (for messages: never internal indices).
+fn codes(table: &Table, coord: &[u32]) -> String {
+    coord.iter().zip(table.dims()).map(|(&n, d)| d.codes[n as usize].as_str()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

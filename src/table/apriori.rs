@@ -40,7 +40,8 @@ pub enum AprioriAction {
     ForceSuppress,
     /// Cost override.
     Cost(f64),
-    /// Protection-level override (absolute lower, upper, sliding).
+    /// Protection levels (absolute lower, upper, sliding): raise the cell's levels, never
+    /// lower them.
     Protection {
         /// Lower protection level.
         lpl: f64,
@@ -95,7 +96,11 @@ pub fn apply(table: &mut Table, entries: &[AprioriEntry]) -> Result<(), TableErr
                 if [lpl, upl, spl].iter().any(|v| !(v.is_finite() && **v >= 0.0)) {
                     return Err(bad("protection levels must be finite and >= 0".into()));
                 }
-                table.set_protection(i, *lpl, *upl, *spl);
+                // Raise only: the levels the safety rules set are the minimum (a lower a-priori
+                // level would let the audit pass a cell the rules call sensitive).
+                let c = &table.cells()[i];
+                let (l, u, s) = (c.lpl.max(*lpl), c.upl.max(*upl), c.spl.max(*spl));
+                table.set_protection(i, l, u, s);
             }
             AprioriAction::Bounds { lower, upper } => {
                 table

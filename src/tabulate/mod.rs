@@ -193,6 +193,39 @@ fn engine_error(e: datafusion::error::DataFusionError, sql: &str) -> Error {
     Error::Engine(format!("{e}\n  while running: {short}{}", if sql.len() > 400 { " …" } else { "" }))
 }
 
+/// Fails on NaN or infinite values in the response and weight columns (naming the column and
+/// count): they cannot be cast to DECIMAL and have no meaning in a published total.
+async fn check_finite(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
+    let cols: Vec<&String> = t.response.iter().chain(t.weight.iter()).collect();
+    if cols.is_empty() {
+        return Ok(());
+    }
+    let exprs: Vec<String> = cols
+        .iter()
+        .map(|c| {
+            let x = format!("CAST({} AS DOUBLE)", q(c));
+            format!("SUM(CASE WHEN isnan({x}) OR abs({x}) = CAST('inf' AS DOUBLE) THEN 1 ELSE 0 END)")
+        })
+        .collect();
+    let batches = collect(ctx, &format!("SELECT {} FROM {}", exprs.join(", "), q(&t.source))).await?;
+    let mut errs = Vec::new();
+    if let Some(b) = batches.first() {
+        for (i, c) in cols.iter().enumerate() {
+            let n = b.column(i).as_primitive::<Int64Type>().value(0);
+            if n > 0 {
+                errs.push(Error::data(
+                    &t.source,
+                    format!(
+                        "table `{}`: column {c:?} has {n} NaN or infinite values; impute or drop them in a SQL view",
+                        t.name
+                    ),
+                ));
+            }
+        }
+    }
+    Error::collect(errs)
+}
+
 /// Fails on NULLs in the table's columns (naming the column and count) and, when required, on
 /// negative contributions (naming a culprit).
 async fn check_values(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
@@ -218,6 +251,7 @@ async fn check_values(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
         }
     }
     Error::collect(errs)?;
+    check_finite(ctx, t).await?;
     if t.require_nonnegative {
         for col in t.response.iter().chain(t.weight.iter()) {
             let sql = format!("SELECT COUNT(*), MIN({c}) FROM {s} WHERE {c} < 0", c = q(col), s = q(&t.source));

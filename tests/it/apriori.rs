@@ -204,3 +204,34 @@ fn audit_command_passes_a_good_output_and_names_a_tampered_cell() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("flag are published") && err.contains(&format!("({}, {})", p[0], p[1])), "{err}");
 }
+
+/// Issue 13 item 6: `PL;0;0` on a primary keeps the rules' level (an a-priori level may raise
+/// protection, never lower it), a larger `PL` raises it, and the output passes `sdcflow audit`.
+#[test]
+fn issue_13_apriori_protection_levels_never_lower_the_rules_levels() {
+    let d = tempfile::tempdir().unwrap();
+    let data = setup(d.path());
+    write_job(d.path(), &job(&data, "base", ""));
+    assert_eq!(run(&["run", "job.toml"], d.path()).0, 0);
+    let base = read_cells(&d.path().join("base/confidential/t/cells.parquet"), 2);
+    let mut primaries = base.iter().filter(|(_, c)| c.status == "U" && c.lpl > 0.0).map(|(k, c)| (k.clone(), c.lpl));
+    let (lowered, rule_level) = primaries.next().expect("a primary");
+    let (raised, raised_level) = primaries.next().expect("a second primary");
+    let higher = raised_level * 2.0 + 1.0;
+    std::fs::write(
+        d.path().join("pl.hst"),
+        format!("{};{};PL;0;0\n{};{};PL;{higher};{higher}\n", lowered[0], lowered[1], raised[0], raised[1]),
+    )
+    .unwrap();
+    write_job(d.path(), &job(&data, "out", "apriori = \"pl.hst\"\napriori_separator = \";\""));
+    let (code, out, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("audit: passed"), "{out}");
+    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 2);
+    assert_eq!(cells[&lowered].status, "U");
+    assert_eq!(cells[&lowered].lpl, rule_level, "PL;0;0 must not lower the rules' level");
+    assert_eq!(cells[&raised].lpl, higher, "a larger PL raises the level");
+    // The run's audit and `sdcflow audit` agree: the written output passes.
+    let (code, out, err) = run(&["audit", "out/confidential/t/cells.parquet", "--job", "job.toml"], d.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+}

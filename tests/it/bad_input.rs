@@ -170,3 +170,129 @@ fn unknown_secondary_method_lists_known_ones() {
         .replace("method = \"none\"", "method = \"hypercube\"");
     expect_input_error(d.path(), &text, &["unknown method \"hypercube\"", "known methods: none"]);
 }
+
+/// Bytes that are not UTF-8 text.
+const NOT_UTF8: &[u8] = &[0xff, 0xfe, b'1', b'1', b'\n'];
+
+#[test]
+fn issue_13_freq_range_above_100_percent() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    expect_input_error(
+        d.path(),
+        &job("m.parquet", "response = \"salary\"", "", "FREQ(3,150)"),
+        &["job.toml", "FREQ(3,150)", "percentage in [0, 100], got 150"],
+    );
+}
+
+#[test]
+fn issue_13_response_also_explanatory() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    let text = job("m.parquet", "response = \"sex\"", "", "FREQ(3,10)");
+    expect_input_error(d.path(), &text, &["job.toml", "response: \"sex\" is also an explanatory variable"]);
+}
+
+#[test]
+fn issue_13_duplicate_microaggregation_variables() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    let text = format!(
+        "{}\n[[microaggregation]]\nname = \"persons\"\nvariables = [\"salary\", \"salary\"]\nk = 2\nmethod = \"mdav\"\n",
+        job("m.parquet", "response = \"salary\"", "", "FREQ(3,10)")
+    );
+    expect_input_error(d.path(), &text, &["job.toml", "microaggregation[0]", "\"salary\" is listed twice"]);
+}
+
+#[test]
+fn issue_13_input_without_rows() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    write_parquet(
+        &d.path().join("empty.parquet"),
+        vec![Col::Str("geo", vec![]), Col::Str("sex", vec![]), Col::F64("salary", vec![])],
+    );
+    expect_input_error(
+        d.path(),
+        &job("empty.parquet", "response = \"salary\"", "", "FREQ(3,10)"),
+        &["empty.parquet", "table `t` has no records (0 rows"],
+    );
+}
+
+#[test]
+fn issue_13_generate_zero_rows_per_part() {
+    let d = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(&["generate", "--out", "gen", "--rows", "10", "--rows-per-part", "0"], d.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--rows-per-part") && err.contains("0"), "{err}");
+    assert!(!d.path().join("gen").exists(), "nothing may be generated");
+}
+
+#[test]
+fn issue_13_non_utf8_hrc_keeps_the_hierarchy_prefix() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::write(d.path().join("geo.hrc"), NOT_UTF8).unwrap();
+    expect_input_error(
+        d.path(),
+        &job("m.parquet", "response = \"salary\"", HRC, "FREQ(3,10)"),
+        &["hierarchy of `geo` (geo.hrc): is not UTF-8 text"],
+    );
+    let (_, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(err.matches("not UTF-8").count(), 1, "said once: {err}");
+}
+
+#[test]
+fn issue_13_non_utf8_mapping() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::write(d.path().join("geo.csv"), NOT_UTF8).unwrap();
+    let mapping = "[[hierarchy]]\nvariable = \"geo\"\nmapping = \"geo.csv\"";
+    expect_input_error(
+        d.path(),
+        &job("m.parquet", "response = \"salary\"", mapping, "FREQ(3,10)"),
+        &["hierarchy of `geo` (geo.csv): is not UTF-8 text"],
+    );
+}
+
+#[test]
+fn issue_13_non_utf8_sql_file() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::write(d.path().join("prep.sql"), NOT_UTF8).unwrap();
+    let text = job("m.parquet", "response = \"salary\"", "", "FREQ(3,10)")
+        .replace("microdata = \"m.parquet\"", "microdata = \"m.parquet\"\nsql = [\"prep.sql\"]");
+    expect_input_error(d.path(), &text, &["input prep.sql: is not UTF-8 text"]);
+}
+
+#[test]
+fn issue_13_non_utf8_job_file() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("job.toml"), NOT_UTF8).unwrap();
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("job.toml: the job file is not UTF-8 text"), "{err}");
+    assert_eq!(err.matches("not UTF-8").count(), 1, "said once: {err}");
+    assert!(!d.path().join("out").exists());
+}
+
+#[test]
+fn issue_13_non_finite_response_and_weight() {
+    let d = tempfile::tempdir().unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    write_parquet(
+        &d.path().join("m.parquet"),
+        vec![
+            Col::Str("geo", s(&["1101", "1102", "1201", "1201"])),
+            Col::Str("sex", s(&["1", "2", "1", "2"])),
+            Col::F64("salary", vec![f64::NAN, 200.0, f64::INFINITY, f64::NEG_INFINITY]),
+            // Otherwise constant: Parquet statistics leave out NaN, and min = max must not hide it.
+            Col::F64("w", vec![1.0, f64::NAN, 1.0, 1.0]),
+        ],
+    );
+    expect_input_error(
+        d.path(),
+        &job("m.parquet", "response = \"salary\"\nweight = \"w\"", "", "FREQ(3,10)"),
+        &["table `t`: column \"salary\" has 3 NaN or infinite values", "column \"w\" has 1 NaN"],
+    );
+}

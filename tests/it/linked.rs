@@ -98,3 +98,29 @@ fn linked_groups_are_validated() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("different secondary methods"), "{err}");
 }
+
+/// Issue 13 item 7: a common cell of linked tables forced published (`P`) in one table's
+/// a-priori file and suppressed (`M`) or primary (`U`) in the other's is an input error naming
+/// both tables, the cell by its codes and both files and lines; nothing is published.
+#[test]
+fn issue_13_linked_apriori_conflicts_are_input_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let data = setup(d.path());
+    let text = job(&data, "out", "fast", true).replace("name = \"b\"\n", "name = \"b\"\napriori = \"b.hst\"\n");
+    assert!(text.contains("b.hst"));
+    write_job(d.path(), &text);
+    for (a_line, b_line, why) in [
+        ("0102,Total,P", "0102,Total,M", "suppressed by `M` (b.hst:2)"),
+        ("0102,Total,U", "0102,Total,P", "primary by `U` (man.hst:1)"),
+    ] {
+        std::fs::write(d.path().join("man.hst"), format!("{a_line}\n")).unwrap();
+        std::fs::write(d.path().join("b.hst"), format!("# last year\n{b_line}\n")).unwrap();
+        let (code, _, err) = run(&["run", "job.toml"], d.path());
+        assert_eq!(code, 2, "{a_line} / {b_line}: {err}");
+        let publisher = if a_line.ends_with('P') { "man.hst:1" } else { "b.hst:2" };
+        for want in [publisher, why, "`a`", "`b`", "(0102, Total)", "common cell"] {
+            assert!(err.contains(want), "want {want:?} in {err}");
+        }
+        assert!(!d.path().join("out").exists(), "nothing may be published");
+    }
+}

@@ -89,3 +89,54 @@ fn every_method_publishes_an_audited_closed_pattern() {
         assert!(costs["optimal"] <= c + 1e-6 * c.abs().max(1.0), "optimal {} > {m} {c}", costs["optimal"]);
     }
 }
+
+/// Issue 13 item 8: a frequency-rule primary whose value is 0 (rule level 10 % of 0) is not
+/// published as exactly recoverable: every method gives it a minimum upper protection level,
+/// and the attacker's exact interval from the published cells has a nonzero width.
+#[test]
+fn issue_13_zero_valued_frequency_primary_is_not_exactly_recoverable() {
+    let d = tempfile::tempdir().unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // (A, 1) has two contributors of 0: FREQ(3,10) flags it; every other cell has 3.
+    let mut geo = vec!["A", "A"];
+    let mut sex = vec!["1", "1"];
+    let mut salary = vec![0.0, 0.0];
+    for (g, x) in [("A", "2"), ("B", "1"), ("B", "2"), ("C", "1"), ("C", "2")] {
+        for k in 0..3 {
+            geo.push(g);
+            sex.push(x);
+            salary.push(10.0 + 7.0 * k as f64 + geo.len() as f64);
+        }
+    }
+    let ent: Vec<String> = (0..geo.len()).map(|i| format!("e{i}")).collect();
+    write_parquet(
+        &d.path().join("m.parquet"),
+        vec![Col::Str("geo", s(&geo)), Col::Str("sex", s(&sex)), Col::F64("salary", salary), Col::Str("ent", ent)],
+    );
+    let zero = vec!["A".to_string(), "1".to_string()];
+    for method in ["optimal", "fast", "modular", "tabu"] {
+        let out = format!("out_{method}");
+        write_job(
+            d.path(),
+            &format!(
+                "[input]\nmicrodata = \"m.parquet\"\n[[table]]\nname = \"t\"\nexplanatory = [\"geo\", \"sex\"]\n\
+                 response = \"salary\"\ncontributor = \"ent\"\nsafety = \"FREQ(3,10)\"\n\
+                 secondary = {{ method = \"{method}\", seed = 3, time_limit_s = 60 }}\n[output]\ndir = \"{out}\"\n"
+            ),
+        );
+        let (code, _, err) = run(&["run", "job.toml"], d.path());
+        assert_eq!(code, 0, "{method}: {err}");
+        let cells = read_cells(&d.path().join(format!("{out}/confidential/t/cells.parquet")), 2);
+        assert_eq!((cells[&zero].status.as_str(), cells[&zero].value), ("U", 0.0), "{method}");
+        let (code, o, e) = run(
+            &["audit", &format!("{out}/confidential/t/cells.parquet"), "--job", "job.toml", "--out", "iv.json"],
+            d.path(),
+        );
+        assert_eq!(code, 0, "{method}: {o}\n{e}");
+        let iv: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("iv.json")).unwrap()).unwrap();
+        let c = iv["intervals"].as_array().unwrap().iter().find(|c| c["codes"] == serde_json::json!(zero)).unwrap();
+        assert_eq!(c["upl"].as_f64(), Some(sdcflow::rules::MIN_PROTECTION), "{method}: {c}");
+        let (lo, hi) = (c["lo"].as_f64().unwrap(), c["hi"].as_f64().unwrap());
+        assert!(hi - lo >= sdcflow::rules::MIN_PROTECTION - 1e-9, "{method}: exactly recoverable: {c}");
+    }
+}

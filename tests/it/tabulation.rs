@@ -204,9 +204,10 @@ dir = "{out}"
     assert_eq!((x.freq, x.records), (3, 3));
     assert_eq!(x.value, 10.0 + 60.0 + 5.5);
     assert_eq!((x.top1, x.top2), (60.0, 10.0));
-    // P(10): remainder 5.5 < 6 → unsafe with level 0.1·60 − 5.5 = 0.5
+    // P(10): remainder 5.5 < 6 → unsafe with level 0.1·60 − 5.5 = 0.5, raised to the minimum
+    // protection level of 1 (rules::MIN_PROTECTION)
     assert_eq!(x.status, "U");
-    assert!((x.lpl - 0.5).abs() < 1e-9);
+    assert!((x.lpl - 1.0).abs() < 1e-9);
     let y = &cells[&vec!["y".to_string()]];
     assert_eq!((y.freq, y.value, y.status.as_str()), (1, 21.0, "U"));
     let b = read_parquet(&d.path().join("out/confidential/t/cells.parquet"));
