@@ -217,6 +217,11 @@ async fn run_job_with(
                 crate::dist::ship::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
                     .await?;
             assessed = a;
+            if p.stopped_by_time_limit {
+                let w = time_limit_warning(&t.name, t.time_limit_s);
+                progress.warn(&w);
+                report.warnings.push(w);
+            }
             protection = Some(p);
             if !t.singleton_rule {
                 let w = format!(
@@ -311,6 +316,11 @@ async fn protect_linked_group(
     .map_err(|e| Error::Internal(format!("linked secondary suppression task: {e}")))??;
     let secs = start.elapsed().as_secs_f64();
     stage.finish();
+    if protections.iter().any(|p| p.stopped_by_time_limit) {
+        let w = time_limit_warning(&group.join("+"), first.time_limit_s);
+        progress.warn(&w);
+        report.warnings.push(w);
+    }
     for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
         tm.insert("secondary".to_string(), secs);
         write_table(staging, t, &a, Some(p), tm, report)?;
@@ -324,6 +334,15 @@ async fn protect_linked_group(
         }
     }
     Ok(())
+}
+
+/// The warning of a table whose search was ended by its time limit, not by its work budget.
+fn time_limit_warning(table: &str, limit_s: f64) -> String {
+    format!(
+        "table `{table}`: secondary.time_limit_s = {limit_s} s ended the search before its work budget: the pattern \
+         is audited and safe, but depends on machine speed (the same input and seed may give another pattern \
+         elsewhere); raise the limit for a reproducible result"
+    )
 }
 
 fn table_report(
@@ -356,6 +375,7 @@ fn table_report(
         secondary_cost: p.map(|p| p.secondary_cost),
         lower_bound: p.and_then(|p| p.lower_bound),
         gap: p.and_then(|p| p.gap),
+        stopped_by_time_limit: p.is_some_and(|p| p.stopped_by_time_limit),
         files: crate::publish::table_files(&t.name).to_vec(),
         subtables_per_worker: p
             .map(|p| {

@@ -13,10 +13,12 @@
 //! (1-level subtables top-down, [`modular`]); linked tables in [`linked`]. Every method returns
 //! a pattern that [`protect`] audits again from scratch ([`audit`]). Invariants: primary and
 //! forced cells stay suppressed, protected/empty cells stay published, results depend only on
-//! the input and the seed (time limits aside: a method stopped by its limit reports it).
+//! the input and the seed: every search is bounded in work units ([`budget`]), the time limit
+//! is a hard stop that, when it ends a search, is reported (`stopped_by_time_limit`).
 
 pub mod attacker;
 pub mod audit;
+pub mod budget;
 pub(crate) mod cubes;
 pub mod exact;
 pub mod fast;
@@ -32,6 +34,7 @@ use std::time::Instant;
 
 use crate::lp::LpError;
 use crate::table::{CellStatus, Table, TableError};
+use budget::Deadline;
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
 pub use linked::{protect_linked, protect_linked_with};
@@ -79,7 +82,9 @@ pub struct ProtectOptions {
     pub method: Method,
     /// Seed for every random choice.
     pub seed: u64,
-    /// Wall-clock budget in seconds for the method (the final audit is extra).
+    /// Wall-clock hard stop in seconds for the method (the final audit is extra). Not a
+    /// budget: searches end on their work limits below; reaching this one is reported
+    /// ([`Protection::stopped_by_time_limit`]) because the pattern then depends on machine speed.
     pub time_limit_s: f64,
     /// Enforce the singleton rule (see `singleton.rs`).
     pub singleton_rule: bool,
@@ -87,6 +92,15 @@ pub struct ProtectOptions {
     pub cleanup: bool,
     /// Tabu iterations (the stopping rule; the time limit is a safety net).
     pub tabu_iterations: usize,
+    /// Drop trials per cleanup pass (`None`: every candidate secondary once).
+    #[serde(default)]
+    pub cleanup_trials: Option<usize>,
+    /// `Optimal`: master MIP solves (each adds the capacity cuts its pattern violates).
+    #[serde(default = "default_master_solves")]
+    pub master_solves: usize,
+    /// `Optimal`: branch-and-bound nodes per master MIP solve.
+    #[serde(default = "default_mip_nodes")]
+    pub mip_nodes: usize,
     /// Method used inside each modular subtable (`Fast` or `Optimal`).
     pub modular_inner: Method,
     /// `Optimal` refuses tables with more cells than this (use another method).
@@ -94,6 +108,13 @@ pub struct ProtectOptions {
     /// First-pattern construction of `Fast` (see [`Construction`]).
     #[serde(default)]
     pub construction: Construction,
+}
+
+impl ProtectOptions {
+    /// Drop trials of one cleanup pass ([`Self::cleanup_trials`], default every candidate).
+    pub fn cleanup_budget(&self) -> usize {
+        self.cleanup_trials.unwrap_or(budget::EVERY_CANDIDATE)
+    }
 }
 
 impl Default for ProtectOptions {
@@ -105,11 +126,22 @@ impl Default for ProtectOptions {
             singleton_rule: true,
             cleanup: true,
             tabu_iterations: 200,
+            cleanup_trials: None,
+            master_solves: default_master_solves(),
+            mip_nodes: default_mip_nodes(),
             modular_inner: Method::Fast,
             optimal_max_cells: 2000,
             construction: Construction::Auto,
         }
     }
+}
+
+fn default_master_solves() -> usize {
+    500
+}
+
+fn default_mip_nodes() -> usize {
+    20_000
 }
 
 /// Audit summary in a [`Protection`].
@@ -153,6 +185,10 @@ pub struct Protection {
     pub seconds: f64,
     /// Per-subtable outcome (modular only).
     pub subtables: Vec<SubtableReport>,
+    /// Whether the time limit, not a work budget, ended a search: the pattern is audited but
+    /// depends on machine speed (same input and seed may give another pattern elsewhere).
+    #[serde(default)]
+    pub stopped_by_time_limit: bool,
     /// Lower bound on the secondary cost (optimal only).
     pub lower_bound: Option<f64>,
     /// Relative gap `(secondary_cost − lower_bound) / secondary_cost` (optimal only).
@@ -199,6 +235,18 @@ pub enum SuppressError {
     /// Bad table or options.
     #[error("bad input: {0}")]
     Input(String),
+    /// The wall-clock hard stop (`time_limit_s`) came before any pattern passed the audit
+    /// (fail closed: nothing is published).
+    #[error(
+        "the time limit of {limit_s} s was reached during {phase}, before any suppression pattern passed the \
+         audit; nothing was published (raise secondary.time_limit_s, or coarsen the table)"
+    )]
+    TimeLimit {
+        /// What was running.
+        phase: String,
+        /// The limit in seconds.
+        limit_s: f64,
+    },
     /// Table construction error (subtables, linked tables).
     #[error(transparent)]
     Table(#[from] TableError),
@@ -225,10 +273,10 @@ pub fn protect_with(
 ) -> Result<Protection, SuppressError> {
     let start = Instant::now();
     let p = Problem::from_table(table, None);
-    let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let deadline = Deadline::after(opts.time_limit_s);
     let (merged, subtables) = match opts.method {
         Method::Modular => {
-            let (s, subs) = modular::run_levels(table, &p, opts, deadline, solver).map_err(|e| match e {
+            let (s, subs) = modular::run_levels(table, &p, opts, &deadline, solver).map_err(|e| match e {
                 SuppressError::Infeasible { cell, why, .. } => {
                     SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
                 }
@@ -238,13 +286,14 @@ pub fn protect_with(
         }
         _ => (None, Vec::new()),
     };
-    let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+    let left = deadline.left_s();
     let task =
         TableTask { tables: vec![table.clone()], opts: ProtectOptions { time_limit_s: left, ..opts.clone() }, merged };
     let mut out = task::run_checked(solver, task)?;
     let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
     let mut prot = summarise(&p, statuses, opts.method, start, subtables, out.lower_bound, out.audit);
     prot.worker = out.worker;
+    prot.stopped_by_time_limit = out.stopped_by_time_limit || deadline.was_hit();
     Ok(prot)
 }
 
@@ -311,6 +360,7 @@ fn summarise(
         suppressed_value_share: if total > 0.0 { supv / total } else { 0.0 },
         seconds: start.elapsed().as_secs_f64(),
         subtables,
+        stopped_by_time_limit: false,
         lower_bound,
         gap,
         audit,
@@ -574,6 +624,36 @@ pub(crate) mod tests {
             // Protecting T1 alone leaves T2's view unsafe: the joint audit is what matters.
             let alone = protect(&t1, &opts(m)).unwrap();
             assert!(alone.statuses[a].is_suppressed());
+        }
+    }
+
+    /// Item 7 of issue 11: budgets are work units, so a small and a large time limit that both
+    /// let the search finish give the same pattern, and neither reports a stop by time.
+    #[test]
+    fn time_limits_that_are_not_reached_do_not_change_the_pattern() {
+        let t = generate(&random_spec(7)).unwrap();
+        for m in [Method::Fast, Method::Tabu, Method::Modular, Method::Optimal] {
+            let o = ProtectOptions { tabu_iterations: 20, seed: 3, ..opts(m) };
+            let small = protect(&t, &ProtectOptions { time_limit_s: 30.0, ..o.clone() }).unwrap();
+            let large = protect(&t, &ProtectOptions { time_limit_s: 3600.0, ..o }).unwrap();
+            assert!(small.secondaries > 0, "{m:?}: a table without secondaries tests nothing");
+            assert_eq!(small.statuses, large.statuses, "{m:?}");
+            assert!(!small.stopped_by_time_limit && !large.stopped_by_time_limit, "{m:?}");
+        }
+    }
+
+    /// A limit reached during the cleanup ends it: the pattern is still audited clean, and the
+    /// stop is reported.
+    #[test]
+    fn a_reached_time_limit_is_reported_and_the_pattern_stays_clean() {
+        let t = generate(&random_spec(7)).unwrap();
+        for m in [Method::Fast, Method::Tabu, Method::Modular] {
+            let o = ProtectOptions { time_limit_s: 1e-9, tabu_iterations: 20, ..opts(m) };
+            let p = protect(&t, &o).unwrap();
+            assert!(p.stopped_by_time_limit, "{m:?}");
+            assert!(audit(&t, &p.statuses, true, &AuditOptions::default()).unwrap().is_clean(), "{m:?}");
+            let full = protect(&t, &ProtectOptions { time_limit_s: 600.0, ..o }).unwrap();
+            assert!(full.secondary_cost <= p.secondary_cost + 1e-9, "{m:?}: the cleanup was cut short");
         }
     }
 
