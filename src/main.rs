@@ -247,8 +247,9 @@ struct ProtectArgs {
     /// Hierarchy as VAR=levels:2,2 | VAR=file:geo.hrc | VAR=mapping:geo.csv (repeatable).
     #[arg(long = "hierarchy")]
     hierarchies: Vec<String>,
-    /// Secondary suppression method.
-    #[arg(long, default_value = "none")]
+    /// Secondary suppression method: auto (the best for the table's size), optimal, modular,
+    /// fast, tabu, or none (primaries only: NOT protected against recalculation).
+    #[arg(long, default_value = "auto")]
     secondary: String,
     /// Table name (default: the variables joined by `_`).
     #[arg(long)]

@@ -363,7 +363,10 @@ fn table_report(
         secondaries: tally.count("M"),
         status_counts: tally.status_counts.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         suppressed_value_share: tally.suppressed_share(),
-        method: t.secondary.clone(),
+        method: match p {
+            Some(p) => crate::secondary::reported_method(&t.secondary, p.method),
+            None => t.secondary.clone(),
+        },
         protected_against_recalculation: p.is_some(),
         audit: match p {
             Some(p) => format!(
