@@ -155,6 +155,8 @@ pub fn protect_linked_with(
     for (t, statuses) in tables.iter().zip(out.statuses) {
         let tp = Problem::from_table(t, Some(&statuses));
         let mut prot = super::summarise_pattern(&tp, statuses, opts.method, start);
+        // The table's own relations bound its secondaries (the joint system only adds rows).
+        prot.set_lower_bound(super::best_bound(&Problem::from_table(t, None), None));
         prot.audit = out.audit.clone();
         prot.worker.clone_from(&out.worker);
         prot.stopped_by_time_limit = out.stopped_by_time_limit;

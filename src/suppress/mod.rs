@@ -18,6 +18,7 @@
 
 pub mod attacker;
 pub mod audit;
+pub(crate) mod bound;
 pub mod budget;
 pub(crate) mod cubes;
 pub mod exact;
@@ -189,9 +190,10 @@ pub struct Protection {
     /// depends on machine speed (same input and seed may give another pattern elsewhere).
     #[serde(default)]
     pub stopped_by_time_limit: bool,
-    /// Lower bound on the secondary cost (optimal only).
+    /// Lower bound on the secondary cost of any protecting pattern (every method; see
+    /// [`bound`]; `Optimal` may prove a larger one).
     pub lower_bound: Option<f64>,
-    /// Relative gap `(secondary_cost − lower_bound) / secondary_cost` (optimal only).
+    /// Relative gap `(secondary_cost − lower_bound) / secondary_cost` (0 when both are 0).
     pub gap: Option<f64>,
     /// Final audit.
     pub audit: AuditSummary,
@@ -199,6 +201,23 @@ pub struct Protection {
     /// process).
     #[serde(default)]
     pub worker: String,
+}
+
+/// `(cost − lower bound) / cost`, 0 when the cost is 0 (nothing to improve).
+fn relative_gap(cost: f64, lower_bound: f64) -> f64 {
+    if cost > 0.0 {
+        ((cost - lower_bound) / cost).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+impl Protection {
+    /// Sets the lower bound on the secondary cost (and the gap to it).
+    pub(crate) fn set_lower_bound(&mut self, lb: f64) {
+        self.lower_bound = Some(lb);
+        self.gap = Some(relative_gap(self.secondary_cost, lb));
+    }
 }
 
 /// Why a table could not be protected.
@@ -291,10 +310,18 @@ pub fn protect_with(
         TableTask { tables: vec![table.clone()], opts: ProtectOptions { time_limit_s: left, ..opts.clone() }, merged };
     let mut out = task::run_checked(solver, task)?;
     let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
-    let mut prot = summarise(&p, statuses, opts.method, start, subtables, out.lower_bound, out.audit);
+    let lower_bound = best_bound(&p, out.lower_bound);
+    let mut prot = summarise(&p, statuses, opts.method, start, subtables, Some(lower_bound), out.audit);
     prot.worker = out.worker;
     prot.stopped_by_time_limit = out.stopped_by_time_limit || deadline.was_hit();
     Ok(prot)
+}
+
+/// The larger of a method's own lower bound on the secondary cost (e.g. `Optimal`'s master
+/// bound) and the dual-ascent bound of [`bound`], valid for every method: the input problem `p`
+/// (statuses before the method).
+pub(crate) fn best_bound(p: &Problem, method_bound: Option<f64>) -> f64 {
+    bound::secondary_cost_bound(p).max(method_bound.unwrap_or(0.0))
 }
 
 /// Final audit from scratch and the figures; `Err` unless clean.
@@ -340,16 +367,7 @@ fn summarise(
     let secondary_cost: f64 = (0..p.n()).filter(|&i| statuses[i] == CellStatus::Secondary).map(|i| p.cost[i]).sum();
     let total: f64 = p.value.iter().map(|v| v.abs()).sum();
     let supv: f64 = (0..p.n()).filter(|&i| sup[i]).map(|i| p.value[i].abs()).sum();
-    let gap =
-        lower_bound.map(
-            |lb| {
-                if secondary_cost > 0.0 {
-                    ((secondary_cost - lb) / secondary_cost).max(0.0)
-                } else {
-                    0.0
-                }
-            },
-        );
+    let gap = lower_bound.map(|lb| relative_gap(secondary_cost, lb));
     Protection {
         primaries: p.sens.len(),
         secondaries: statuses.iter().filter(|s| **s == CellStatus::Secondary).count(),
@@ -625,6 +643,56 @@ pub(crate) mod tests {
             let alone = protect(&t1, &opts(m)).unwrap();
             assert!(alone.statuses[a].is_suppressed());
         }
+    }
+
+    /// The dual-ascent bound by hand: the primary (r0, c0) needs another suppression in its
+    /// row (free cells cost 22 and 12) and in its column (24 and 14): 12 + 14 = 26 ≤ 42.
+    #[test]
+    fn lower_bound_by_hand_on_two_by_two() {
+        let mut t = grid(&[vec![10.0, 12.0], vec![14.0, 16.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        for m in [Method::Optimal, Method::Fast, Method::Tabu, Method::Modular] {
+            let p = protect(&t, &opts(m)).unwrap();
+            let lb = p.lower_bound.unwrap();
+            let want = if m == Method::Optimal { 42.0 } else { 26.0 };
+            assert!((lb - want).abs() < 1e-6, "{m:?}: {lb}");
+            assert!((p.gap.unwrap() - (42.0 - lb) / 42.0).abs() < 1e-9, "{m:?}");
+        }
+    }
+
+    /// Issue 11 item 4: the lower bound never exceeds the cost of a pattern any method finds,
+    /// nor the exact method's proven optimum; and it is not trivially zero.
+    #[test]
+    fn lower_bound_never_exceeds_any_pattern_cost() {
+        let (mut checked, mut positive) = (0, 0);
+        for k in 0..40 {
+            let t = generate(&random_spec(k)).unwrap();
+            if t.cells().len() > 80 {
+                continue;
+            }
+            let bound = bound::secondary_cost_bound(&Problem::from_table(&t, None));
+            let mut optimum = None;
+            for m in [Method::Optimal, Method::Fast, Method::Tabu, Method::Modular] {
+                let o = ProtectOptions { seed: k, tabu_iterations: 30, ..opts(m) };
+                let p = match protect(&t, &o) {
+                    Ok(p) => p,
+                    Err(SuppressError::Infeasible { .. }) => break,
+                    Err(e) => panic!("case {k} {m:?}: {e}"),
+                };
+                let tol = 1e-9 * p.secondary_cost.max(1.0);
+                assert!(bound <= p.secondary_cost + tol, "case {k} {m:?}: bound {bound} > cost {}", p.secondary_cost);
+                assert!(p.lower_bound.unwrap() <= p.secondary_cost + tol, "case {k} {m:?}");
+                if m == Method::Optimal && p.gap == Some(0.0) {
+                    optimum = Some(p.secondary_cost);
+                }
+            }
+            if let Some(opt) = optimum {
+                assert!(bound <= opt + 1e-9 * opt.max(1.0), "case {k}: bound {bound} > optimum {opt}");
+                checked += 1;
+                positive += usize::from(bound > 0.0);
+            }
+        }
+        assert!(checked >= 10 && positive >= checked / 2, "{checked} optima checked, {positive} positive bounds");
     }
 
     /// Item 7 of issue 11: budgets are work units, so a small and a large time limit that both
