@@ -222,6 +222,10 @@ async fn run_job_with(
                 progress.warn(&w);
                 report.warnings.push(w);
             }
+            if let Some(w) = crate::secondary::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
+                progress.warn(&w);
+                report.warnings.push(w);
+            }
             protection = Some(p);
             if !t.singleton_rule {
                 let w = format!(
@@ -322,6 +326,10 @@ async fn protect_linked_group(
         report.warnings.push(w);
     }
     for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
+        if let Some(w) = crate::secondary::detail_warning(&t.name, &a, p.suppressed_value_share) {
+            progress.warn(&w);
+            report.warnings.push(w);
+        }
         tm.insert("secondary".to_string(), secs);
         write_table(staging, t, &a, Some(p), tm, report)?;
         if let Some(r) = report.tables.last_mut() {

@@ -78,6 +78,69 @@ pub fn reported_method(name: &str, chosen: Method) -> String {
     }
 }
 
+/// A protected table is called too detailed to publish usefully when more than this share of
+/// its cells are primary, or when its pattern suppresses more than this share of its value: at
+/// that point most of what users look for is blank (issue 11 measured 87 % of the cells of a
+/// 5-dimensional census table suppressed), and coarsening beats any suppression method.
+pub const DETAIL_WARN_SHARE: f64 = 0.30;
+
+/// Level combinations named by [`detail_warning`].
+const DETAIL_WARN_COMBINATIONS: usize = 3;
+
+/// The warning for a table too detailed to publish usefully ([`DETAIL_WARN_SHARE`]), naming
+/// the level combinations (each variable at one hierarchy level) with the highest share of
+/// primary cells, so the user knows which variables to coarsen; `None` below the thresholds.
+pub fn detail_warning(table_name: &str, a: &AssessedTable, suppressed_value_share: f64) -> Option<String> {
+    let n = a.status.len();
+    let primaries = a.status.iter().filter(|s| **s == CellStatus::Primary).count();
+    let primary_share = primaries as f64 / n.max(1) as f64;
+    if primary_share <= DETAIL_WARN_SHARE && suppressed_value_share <= DETAIL_WARN_SHARE {
+        return None;
+    }
+    let dims = &a.cells.dims;
+    // (depth per variable) → (cells, primaries)
+    let mut by_levels: std::collections::BTreeMap<Vec<usize>, (usize, usize)> = Default::default();
+    for i in 0..n {
+        let key: Vec<usize> =
+            a.cells.coord(i).iter().zip(dims).map(|(&node, h)| h.nodes()[node as usize].depth).collect();
+        let e = by_levels.entry(key).or_default();
+        e.0 += 1;
+        e.1 += usize::from(a.status[i] == CellStatus::Primary);
+    }
+    let mut ranked: Vec<(Vec<usize>, usize, usize)> =
+        by_levels.into_iter().filter(|(_, (_, p))| *p > 0).map(|(k, (c, p))| (k, c, p)).collect();
+    // Highest primary share first, then most primaries; ties in level order (deterministic).
+    ranked.sort_by(|a, b| (b.2 * a.1).cmp(&(a.2 * b.1)).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+    let worst: Vec<String> = ranked
+        .iter()
+        .take(DETAIL_WARN_COMBINATIONS)
+        .map(|(levels, cells, prim)| {
+            let vars: Vec<String> = levels
+                .iter()
+                .zip(dims)
+                .map(|(&l, h)| match l {
+                    0 => format!("{} total", h.variable()),
+                    l => format!("{} at level {l} of {}", h.variable(), h.depth()),
+                })
+                .collect();
+            format!(
+                "{} ({prim} of {cells} cells primary, {:.0} %)",
+                vars.join(" × "),
+                100.0 * *prim as f64 / *cells as f64
+            )
+        })
+        .collect();
+    Some(format!(
+        "table `{table_name}` is too detailed to publish usefully: {:.1} % of its cells are primary and {:.1} % of \
+         its value is suppressed (warning above {:.0} %). Highest primary shares: {}. Coarsen these variables \
+         (fewer hierarchy levels or grouped codes) or drop one",
+        100.0 * primary_share,
+        100.0 * suppressed_value_share,
+        100.0 * DETAIL_WARN_SHARE,
+        worst.join("; ")
+    ))
+}
+
 /// The solver's dimensions (code trees) of a tabulated table.
 pub fn dimensions(cells: &crate::tabulate::Cells) -> Vec<Dimension> {
     cells

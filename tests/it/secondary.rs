@@ -137,3 +137,36 @@ fn time_limit_is_a_hard_wall() {
         c => panic!("exit {c}: {err}"),
     }
 }
+
+/// Issue 11 item 8: a deliberately over-detailed table (3-level geography × sex on 1,200
+/// records) gets a warning in report.json and on stderr naming the level combination with the
+/// highest primary share; a coarse table of the same records gets none.
+#[test]
+fn over_detailed_tables_are_called_unpublishable() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 1200, mean_enterprise_size: 8.0 };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    let secondary = "{ method = \"fast\", seed = 1 }";
+    let detailed = salary_table("detailed", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", secondary);
+    let coarse = salary_table("coarse", &["sex"], "NK(1,85)|FREQ(3,10)", secondary);
+    let job = format!(
+        "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n{detailed}{coarse}[output]\ndir = \"out\"\n",
+        data.display()
+    );
+    write_job(d.path(), &job);
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("out/report.json")).unwrap()).unwrap();
+    let t = &report["tables"][0];
+    let share = t["primaries"].as_f64().unwrap() / t["cells"].as_f64().unwrap();
+    assert!(share > 0.3 || t["suppressed_value_share"].as_f64().unwrap() > 0.3, "not over-detailed: {t}");
+    let warnings: Vec<&str> = report["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let w: Vec<&&str> = warnings.iter().filter(|w| w.contains("too detailed")).collect();
+    assert_eq!(w.len(), 1, "{warnings:?}");
+    // The finest geography level is where primaries concentrate.
+    assert!(w[0].contains("table `detailed`") && w[0].contains("geo at level 3 of 3"), "{}", w[0]);
+    assert!(err.contains("too detailed to publish"), "{err}");
+}
