@@ -462,14 +462,10 @@ async fn execute(
     let summary = sdcflow::run::run_job(job, mode, out, progress).await.context("running the job")?;
     if verbosity > Verbosity::Quiet {
         for t in &summary.report.tables {
-            // Secondary cost, its lower bound and gap: how far from optimal the pattern can be.
-            let cost = match (t.secondary_cost, t.lower_bound, t.gap) {
-                (Some(c), Some(lb), Some(g)) => {
-                    format!(", secondary cost {c:.2} (lower bound {lb:.2}, gap {:.1}%)", 100.0 * g)
-                }
-                (Some(c), ..) => format!(", secondary cost {c:.2}"),
-                _ => String::new(),
-            };
+            // Only the gap: a cost or bound may equal one cell's value, and logs hold none (issue
+            // 13); both are in report.json.
+            let cost =
+                t.gap.map(|g| format!(", {:.1}% above the lower bound on its cost", 100.0 * g)).unwrap_or_default();
             let stopped = if t.stopped_by_time_limit { ", stopped by the time limit" } else { "" };
             println!(
                 "table {}: {} cells, {} primary, {} secondary, {:.2}% of value suppressed{cost}{stopped}, audit: {}",
