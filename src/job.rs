@@ -96,7 +96,9 @@ pub struct TableSpec {
     pub weight: Option<String>,
     /// tau-Argus safety rules, e.g. `NK(1,85)|FREQ(3,10)`.
     pub safety: String,
-    /// Secondary suppression, e.g. `{ method = "none" }`.
+    /// Secondary suppression, e.g. `{ method = "modular", time_limit_s = 300 }` (default:
+    /// `{ method = "auto" }`).
+    #[serde(default)]
     pub secondary: SecondarySpec,
     /// Source: a view name or a `.sql` file with a query (default: the last prelude view, or
     /// `microdata`).
@@ -152,17 +154,31 @@ pub const NOMINAL_METHODS: &[&str] = &["two-step", "cluster-mode", "random-membe
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecondarySpec {
-    /// Method name; see [`SECONDARY_METHODS`].
+    /// Method name; see [`SECONDARY_METHODS`] (default `auto`: the best method for the table's
+    /// size, see `crate::secondary::auto_method`; `none` must be asked for by name).
+    #[serde(default = "auto")]
     pub method: String,
     /// Seed for randomised methods (default 1).
     pub seed: Option<u64>,
-    /// Time limit in seconds for iterative methods (default 600).
+    /// Hard stop in seconds for the secondary method (default 600). Searches end on work
+    /// budgets, so the output does not depend on machine speed unless this stop is reached
+    /// (then reported as `stopped_by_time_limit`, with a warning).
     pub time_limit_s: Option<f64>,
     /// Enforce the singleton rule: a sensitive cell may not be protected only by a cell whose
     /// single respondent can subtract its own value (default true; tau-Argus MOD's singleton
     /// options). `false` only for comparisons with tools that do not apply it.
     #[serde(default)]
     pub singleton: Option<bool>,
+}
+
+fn auto() -> String {
+    crate::secondary::AUTO.to_string()
+}
+
+impl Default for SecondarySpec {
+    fn default() -> Self {
+        Self { method: auto(), seed: None, time_limit_s: None, singleton: None }
+    }
 }
 
 /// `[output]`.

@@ -115,6 +115,9 @@ pub struct SolveOptions {
     pub time_limit_s: Option<f64>,
     /// Relative MIP gap at which HiGHS may stop (`None`: HiGHS default, 1e-4).
     pub mip_rel_gap: Option<f64>,
+    /// Branch-and-bound nodes after which a MIP stops with its incumbent (`None`: no limit). A
+    /// deterministic budget, unlike the time limit; reported as [`LpStatus::TimeLimit`].
+    pub mip_max_nodes: Option<usize>,
 }
 
 /// How a solve ended when it produced a usable answer.
@@ -122,7 +125,8 @@ pub struct SolveOptions {
 pub enum LpStatus {
     /// Proven optimal (for a MIP: within the gap tolerance).
     Optimal,
-    /// Stopped by the time limit with a feasible solution (for a MIP: the incumbent).
+    /// Stopped by the time limit (or a MIP by its node limit) with a feasible solution (for a
+    /// MIP: the incumbent).
     TimeLimit,
 }
 
@@ -212,6 +216,12 @@ fn solve_once(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<L
     }
     if let (true, Some(g)) = (mip, opts.mip_rel_gap) {
         set(&mut model, "mip_rel_gap", g)?;
+    }
+    if let (true, Some(n)) = (mip, opts.mip_max_nodes) {
+        let n = i32::try_from(n).unwrap_or(i32::MAX);
+        model
+            .try_set_option("mip_max_nodes", n)
+            .map_err(|e| LpError::Solver { what: format!("setting mip_max_nodes: {e:?}") })?;
     }
     let set_str = |m: &mut highs::Model, name: &str, v: &str| {
         m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })

@@ -252,8 +252,9 @@ struct ProtectArgs {
     /// Hierarchy as VAR=levels:2,2 | VAR=file:geo.hrc | VAR=mapping:geo.csv (repeatable).
     #[arg(long = "hierarchy")]
     hierarchies: Vec<String>,
-    /// Secondary suppression method.
-    #[arg(long, default_value = "none")]
+    /// Secondary suppression method: auto (the best for the table's size), optimal, modular,
+    /// fast, tabu, or none (primaries only: NOT protected against recalculation).
+    #[arg(long, default_value = "auto")]
     secondary: String,
     /// Table name (default: the variables joined by `_`).
     #[arg(long)]
@@ -473,8 +474,13 @@ async fn execute(
     let summary = sdcflow::run::run_job(job, mode, out, progress).await.context("running the job")?;
     if verbosity > Verbosity::Quiet {
         for t in &summary.report.tables {
+            // Only the gap: a cost or bound may equal one cell's value, and logs hold none (issue
+            // 13); both are in report.json.
+            let cost =
+                t.gap.map(|g| format!(", {:.1}% above the lower bound on its cost", 100.0 * g)).unwrap_or_default();
+            let stopped = if t.stopped_by_time_limit { ", stopped by the time limit" } else { "" };
             println!(
-                "table {}: {} cells, {} primary, {} secondary, {:.2}% of value suppressed, audit: {}",
+                "table {}: {} cells, {} primary, {} secondary, {:.2}% of value suppressed{cost}{stopped}, audit: {}",
                 t.name,
                 t.cells,
                 t.primaries,

@@ -70,10 +70,15 @@ pub struct TableReport {
     pub audit: String,
     /// Σ cost of the secondary suppressions (`null` without a secondary method).
     pub secondary_cost: Option<f64>,
-    /// Lower bound on the optimal cost (`optimal` stopped early).
+    /// Lower bound on the secondary cost of any protecting pattern (`null` without a
+    /// secondary method): how far from optimal `secondary_cost` can be.
     pub lower_bound: Option<f64>,
-    /// Relative gap to that bound.
+    /// Relative gap `(secondary_cost − lower_bound) / secondary_cost` (0 when both are 0).
     pub gap: Option<f64>,
+    /// Whether the time limit (`secondary.time_limit_s`), not a work budget, ended a search:
+    /// the pattern is audited but depends on machine speed, so the same input and seed may
+    /// give another pattern on another machine (a warning says so).
+    pub stopped_by_time_limit: bool,
     /// Files written, relative to the output directory.
     pub files: Vec<String>,
     /// Modular method: how many subtables each worker solved (a cluster executor, or the

@@ -217,6 +217,15 @@ async fn run_job_with(
                 crate::dist::ship::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
                     .await?;
             assessed = a;
+            if p.stopped_by_time_limit {
+                let w = time_limit_warning(&t.name, t.time_limit_s);
+                progress.warn(&w);
+                report.warnings.push(w);
+            }
+            if let Some(w) = crate::secondary::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
+                progress.warn(&w);
+                report.warnings.push(w);
+            }
             protection = Some(p);
             if !t.singleton_rule {
                 let w = format!(
@@ -324,7 +333,16 @@ async fn protect_linked_group(
     .map_err(|e| Error::Internal(format!("linked secondary suppression task: {e}")))??;
     let secs = start.elapsed().as_secs_f64();
     stage.finish();
+    if protections.iter().any(|p| p.stopped_by_time_limit) {
+        let w = time_limit_warning(&group.join("+"), first.time_limit_s);
+        progress.warn(&w);
+        report.warnings.push(w);
+    }
     for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
+        if let Some(w) = crate::secondary::detail_warning(&t.name, &a, p.suppressed_value_share) {
+            progress.warn(&w);
+            report.warnings.push(w);
+        }
         tm.insert("secondary".to_string(), secs);
         write_table(staging, t, &a, Some(p), tm, report)?;
         if let Some(r) = report.tables.last_mut() {
@@ -337,6 +355,15 @@ async fn protect_linked_group(
         }
     }
     Ok(())
+}
+
+/// The warning of a table whose search was ended by its time limit, not by its work budget.
+fn time_limit_warning(table: &str, limit_s: f64) -> String {
+    format!(
+        "table `{table}`: secondary.time_limit_s = {limit_s} s ended the search before its work budget: the pattern \
+         is audited and safe, but depends on machine speed (the same input and seed may give another pattern \
+         elsewhere); raise the limit for a reproducible result"
+    )
 }
 
 fn table_report(
@@ -365,7 +392,10 @@ fn table_report(
             .map(|(h, levels)| (h.variable().to_string(), levels.clone()))
             .collect(),
         heat_map: tally.heat_map.clone(),
-        method: t.secondary.clone(),
+        method: match p {
+            Some(p) => crate::secondary::reported_method(&t.secondary, p.method),
+            None => t.secondary.clone(),
+        },
         protected_against_recalculation: p.is_some(),
         audit: match p {
             Some(p) => format!(
@@ -377,6 +407,7 @@ fn table_report(
         secondary_cost: p.map(|p| p.secondary_cost),
         lower_bound: p.and_then(|p| p.lower_bound),
         gap: p.and_then(|p| p.gap),
+        stopped_by_time_limit: p.is_some_and(|p| p.stopped_by_time_limit),
         files: crate::publish::table_files(&t.name).to_vec(),
         subtables_per_worker: p
             .map(|p| {

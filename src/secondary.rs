@@ -16,10 +16,39 @@ use crate::run::AssessedTable;
 use crate::suppress::{self, Method, ProtectOptions, Protection, SuppressError};
 use crate::table::{apriori, AprioriAction, AprioriEntry, Cell, CellStatus, Dimension, Table, TableError};
 
-/// Secondary methods accepted in job files, with `none` (primaries only).
-pub const METHODS: &[&str] = &["none", "optimal", "tabu", "fast", "modular"];
+/// Secondary methods accepted in job files: [`AUTO`] (the default), the solver methods, and
+/// `none` (primaries only).
+pub const METHODS: &[&str] = &["auto", "none", "optimal", "tabu", "fast", "modular"];
 
-/// Parses a method name (one of [`METHODS`] except `none`).
+/// The default method name: the best method for the table's size ([`auto_method`]).
+pub const AUTO: &str = "auto";
+
+/// `auto` uses the exact method on tables up to this many cells (joint cells for linked
+/// tables). Measured (BENCHMARKS-style jobs on `sdcflow generate --rows 200000` data, `ci`
+/// build, DESIGN.md "Choosing a method"): `optimal` proved its optimum in 0.2 s on 348 cells
+/// and 1.7 s on 580, where `modular` was 1-15 % and `fast` 7-9× costlier; one flat 308-cell
+/// table needed its whole node budget (73 s) without a proof, so the limit stays low and the
+/// node budget bounds the rest.
+pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
+
+/// `auto` uses `modular` up to this many cells and `fast` above. Measured: `modular` halved
+/// `fast`'s secondary cost on 2,552 and 7,653 cells (3.5e9 vs 6.6e9, 7.9e9 vs 16.1e9) but took
+/// 3.4-6.6× its time (6.7 s vs 1.0 s, 246 s vs 72 s), growing faster than linearly; above
+/// ~10 k cells only `fast` stays within the default time limit.
+pub const AUTO_MODULAR_MAX_CELLS: usize = 10_000;
+
+/// The method `auto` picks for a table of `cells` cells (see the thresholds' reasoning above).
+pub fn auto_method(cells: usize) -> Method {
+    if cells <= AUTO_OPTIMAL_MAX_CELLS {
+        Method::Optimal
+    } else if cells <= AUTO_MODULAR_MAX_CELLS {
+        Method::Modular
+    } else {
+        Method::Fast
+    }
+}
+
+/// Parses a solver method name (one of [`METHODS`] except `auto` and `none`).
 pub fn method(name: &str) -> Option<Method> {
     Some(match name {
         "optimal" => Method::Optimal,
@@ -28,6 +57,88 @@ pub fn method(name: &str) -> Option<Method> {
         "modular" => Method::Modular,
         _ => return None,
     })
+}
+
+/// The job-file name of a solver method.
+pub fn method_name(m: Method) -> &'static str {
+    match m {
+        Method::Optimal => "optimal",
+        Method::Tabu => "tabu",
+        Method::Fast => "fast",
+        Method::Modular => "modular",
+    }
+}
+
+/// The method name for `report.json`: `auto (optimal)` when `auto` chose `optimal`.
+pub fn reported_method(name: &str, chosen: Method) -> String {
+    if name == AUTO {
+        format!("{AUTO} ({})", method_name(chosen))
+    } else {
+        name.to_string()
+    }
+}
+
+/// A protected table is called too detailed to publish usefully when more than this share of
+/// its cells are primary, or when its pattern suppresses more than this share of its value: at
+/// that point most of what users look for is blank (issue 11 measured 87 % of the cells of a
+/// 5-dimensional census table suppressed), and coarsening beats any suppression method.
+pub const DETAIL_WARN_SHARE: f64 = 0.30;
+
+/// Level combinations named by [`detail_warning`].
+const DETAIL_WARN_COMBINATIONS: usize = 3;
+
+/// The warning for a table too detailed to publish usefully ([`DETAIL_WARN_SHARE`]), naming
+/// the level combinations (each variable at one hierarchy level) with the highest share of
+/// primary cells, so the user knows which variables to coarsen; `None` below the thresholds.
+pub fn detail_warning(table_name: &str, a: &AssessedTable, suppressed_value_share: f64) -> Option<String> {
+    let n = a.status.len();
+    let primaries = a.status.iter().filter(|s| **s == CellStatus::Primary).count();
+    let primary_share = primaries as f64 / n.max(1) as f64;
+    if primary_share <= DETAIL_WARN_SHARE && suppressed_value_share <= DETAIL_WARN_SHARE {
+        return None;
+    }
+    let dims = &a.cells.dims;
+    // (depth per variable) → (cells, primaries)
+    let mut by_levels: std::collections::BTreeMap<Vec<usize>, (usize, usize)> = Default::default();
+    for i in 0..n {
+        let key: Vec<usize> =
+            a.cells.coord(i).iter().zip(dims).map(|(&node, h)| h.nodes()[node as usize].depth).collect();
+        let e = by_levels.entry(key).or_default();
+        e.0 += 1;
+        e.1 += usize::from(a.status[i] == CellStatus::Primary);
+    }
+    let mut ranked: Vec<(Vec<usize>, usize, usize)> =
+        by_levels.into_iter().filter(|(_, (_, p))| *p > 0).map(|(k, (c, p))| (k, c, p)).collect();
+    // Highest primary share first, then most primaries; ties in level order (deterministic).
+    ranked.sort_by(|a, b| (b.2 * a.1).cmp(&(a.2 * b.1)).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+    let worst: Vec<String> = ranked
+        .iter()
+        .take(DETAIL_WARN_COMBINATIONS)
+        .map(|(levels, cells, prim)| {
+            let vars: Vec<String> = levels
+                .iter()
+                .zip(dims)
+                .map(|(&l, h)| match l {
+                    0 => format!("{} total", h.variable()),
+                    l => format!("{} at level {l} of {}", h.variable(), h.depth()),
+                })
+                .collect();
+            format!(
+                "{} ({prim} of {cells} cells primary, {:.0} %)",
+                vars.join(" × "),
+                100.0 * *prim as f64 / *cells as f64
+            )
+        })
+        .collect();
+    Some(format!(
+        "table `{table_name}` is too detailed to publish usefully: {:.1} % of its cells are primary and {:.1} % of \
+         its value is suppressed (warning above {:.0} %). Highest primary shares: {}. Coarsen these variables \
+         (fewer hierarchy levels or grouped codes) or drop one",
+        100.0 * primary_share,
+        100.0 * suppressed_value_share,
+        100.0 * DETAIL_WARN_SHARE,
+        worst.join("; ")
+    ))
 }
 
 /// The solver's dimensions (code trees) of a tabulated table.
@@ -71,8 +182,18 @@ pub fn protect(
     protect_with(table_name, a, method_name, seed, time_limit_s, true, None, &suppress::InProcess)
 }
 
-fn solver_options(method_name: &str, seed: u64, time_limit_s: f64, singleton_rule: bool) -> Result<ProtectOptions> {
-    let method = method(method_name).ok_or_else(|| Error::Internal(format!("unknown method {method_name}")))?;
+/// Solver options for the named method on a problem of `cells` cells (`auto` resolved).
+fn solver_options(
+    method_name: &str,
+    cells: usize,
+    seed: u64,
+    time_limit_s: f64,
+    singleton_rule: bool,
+) -> Result<ProtectOptions> {
+    let method = match method_name {
+        AUTO => auto_method(cells),
+        name => method(name).ok_or_else(|| Error::Internal(format!("unknown method {name}")))?,
+    };
     Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
 }
 
@@ -137,8 +258,8 @@ pub fn protect_with(
     apriori: Option<&AprioriFile>,
     solver: &dyn suppress::SubtableSolver,
 ) -> Result<Protection> {
-    let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let table = to_table_with(a, apriori)?;
+    let opts = solver_options(method_name, table.cells().len(), seed, time_limit_s, singleton_rule)?;
     let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e))?;
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
@@ -159,8 +280,9 @@ pub fn protect_linked(
     let names: Vec<&str> = tables.iter().map(|t| t.0).collect();
     let group = names.join(", ");
     check_linked_conflicts(tables)?;
-    let opts = solver_options(method_name, seed, time_limit_s, singleton_rule)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
+    let cells = models.iter().map(|t| t.cells().len()).sum();
+    let opts = solver_options(method_name, cells, seed, time_limit_s, singleton_rule)?;
     let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e))?;
     for p in &ps {
         check_clean(&group, p)?;

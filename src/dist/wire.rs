@@ -306,6 +306,8 @@ struct WireTableOutcome {
     statuses: Vec<WireStatuses>,
     lower_bound_bits: Option<u64>,
     audit: Option<AuditSummary>,
+    #[serde(default)]
+    stopped_by_time_limit: bool,
     error: Option<WireError>,
 }
 
@@ -357,6 +359,7 @@ pub fn encode_table_outcome(r: &Result<TableOutcome, SuppressError>, worker: &st
         statuses: Vec::new(),
         lower_bound_bits: None,
         audit: None,
+        stopped_by_time_limit: false,
         error: None,
     };
     match r {
@@ -364,6 +367,7 @@ pub fn encode_table_outcome(r: &Result<TableOutcome, SuppressError>, worker: &st
             w.statuses = o.statuses.iter().map(|s| WireStatuses(s.clone())).collect();
             w.lower_bound_bits = o.lower_bound.map(bits);
             w.audit = Some(o.audit.clone());
+            w.stopped_by_time_limit = o.stopped_by_time_limit;
         }
         Err(e) => {
             w.error = Some(match e {
@@ -400,6 +404,7 @@ pub fn decode_table_outcome(s: &str) -> Result<Result<TableOutcome, SuppressErro
         lower_bound: w.lower_bound_bits.map(float),
         audit,
         worker: w.worker,
+        stopped_by_time_limit: w.stopped_by_time_limit,
     }))
 }
 
@@ -549,6 +554,7 @@ mod tests {
             lower_bound: Some(1.0 / 3.0),
             audit: AuditSummary { sensitive: 3, lps_solved: 2, witnessed: 4, seconds: 0.5, ..Default::default() },
             worker: String::new(),
+            stopped_by_time_limit: true,
         };
         let back = decode_table_outcome(&encode_table_outcome(&Ok(o.clone()), "exec-1")).unwrap().unwrap();
         assert_eq!(back, TableOutcome { worker: "exec-1".into(), ..o });

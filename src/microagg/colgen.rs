@@ -238,7 +238,7 @@ pub fn column_generation(
     }
     let mip = lp::solve(
         &cols.master(m, true),
-        &SolveOptions { time_limit_s: Some(params.mip_time_limit_s), mip_rel_gap: Some(1e-7) },
+        &SolveOptions { time_limit_s: Some(params.mip_time_limit_s), mip_rel_gap: Some(1e-7), ..Default::default() },
     );
     match mip {
         Ok(sol) => {

@@ -9,9 +9,9 @@
 //! relations; without the singleton rule, a secondary never stands alone in a relation (it
 //! would be known and could be dropped); and the singleton rule as linear rows. A feasible
 //! fallback from the fast method is kept, so a stop by time returns the best clean pattern and
-//! the gap to the last master lower bound.
-
-use std::time::Instant;
+//! the gap to the last master lower bound. Budgets are work units ([`super::budget`]):
+//! cutting-plane rounds, `master_solves` MIP solves of at most `mip_nodes` branch-and-bound
+//! nodes each; the time limit is only a hard stop.
 
 use crate::lp::{self, Direction, LinearProgram, LpStatus, SolveOptions};
 
@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::attacker::{CompLp, Cut};
 use super::audit::Auditor;
+use super::budget::Deadline;
 use super::problem::{Fix, Problem};
 use super::{fast, ProtectOptions, SuppressError};
 
@@ -100,12 +101,12 @@ pub(crate) fn separate(p: &Problem, x: &[f64]) -> Result<Vec<Cut>, SuppressError
 }
 
 /// Cutting-plane loop on the master's LP relaxation: adds violated fractional capacity cuts
-/// until none is found, `rounds` is reached or the deadline passes. Returns the last LP point.
+/// until none is found, `rounds` is reached or the hard stop passes. Returns the last LP point.
 pub(crate) fn strengthen(
     p: &Problem,
     lp: &mut LinearProgram,
     rounds: usize,
-    deadline: Instant,
+    deadline: &Deadline,
 ) -> Result<Vec<f64>, SuppressError> {
     let mut relaxed = lp.clone();
     for c in &mut relaxed.columns {
@@ -113,7 +114,7 @@ pub(crate) fn strengthen(
     }
     let mut x = vec![0.0; p.n()];
     for _ in 0..rounds {
-        if Instant::now() >= deadline {
+        if deadline.reached() {
             break;
         }
         let s = lp::solve(&relaxed, &SolveOptions::default())
@@ -135,7 +136,7 @@ pub(crate) fn strengthen(
 pub(crate) fn run(
     p: &Problem,
     opts: &ProtectOptions,
-    deadline: Instant,
+    deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<f64>), SuppressError> {
     if p.n() > opts.optimal_max_cells {
         return Err(SuppressError::Input(format!(
@@ -160,12 +161,15 @@ pub(crate) fn run(
         Err(e) => return Err(e),
     }
     let mut lower = f64::NEG_INFINITY;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
-        if left <= 0.0 {
+    for _ in 0..opts.master_solves {
+        if deadline.reached() {
             break;
         }
-        let o = SolveOptions { time_limit_s: Some(left), mip_rel_gap: Some(1e-6) };
+        let o = SolveOptions {
+            time_limit_s: Some(deadline.left_s()),
+            mip_rel_gap: Some(1e-6),
+            mip_max_nodes: Some(opts.mip_nodes),
+        };
         let s = match lp::solve(&lp, &o) {
             Ok(s) => s,
             Err(lp::LpError::Infeasible) => {
@@ -175,7 +179,11 @@ pub(crate) fn run(
                     why: "the master problem has no feasible pattern".into(),
                 })
             }
-            Err(lp::LpError::TimeLimitNoSolution) => break,
+            Err(lp::LpError::TimeLimitNoSolution) => {
+                // The node budget or the hard stop, before an incumbent: keep the fallback.
+                let _ = deadline.reached();
+                break;
+            }
             Err(source) => return Err(SuppressError::Lp { context: "master MIP".into(), source }),
         };
         let bound = s.objective - s.mip_gap * s.objective.abs();
@@ -195,6 +203,8 @@ pub(crate) fn run(
             }
         }
         if s.status != LpStatus::Optimal {
+            // Stopped by the node budget (deterministic) or by the hard stop (recorded).
+            let _ = deadline.reached();
             break;
         }
         for f in &fails {

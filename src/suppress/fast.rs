@@ -19,7 +19,9 @@
 //! followed by the closure of sensitive cells without a cube; larger tables use the parallel
 //! hypercube cover ([`Work::cover`]).
 //! 3. **Cleanup**: secondaries are un-suppressed, most costly first, when the audit stays clean
-//!    (only targets whose witness used the cell are re-solved), until the time limit. Before
+//!    (only targets whose witness used the cell are re-solved), each candidate once or up to
+//!    `cleanup_trials` trials (a work budget: deterministic), the time limit being only a
+//!    hard stop ([`super::budget`]). Before
 //!    the audit, a trial is refused without LP when a sensitive cell becomes computable
 //!    exactly or a capacity cut kept from an earlier refused trial is violated
 //!    ([`Work::try_drop`]); most refusals on the benchmark tables are decided that way.
@@ -29,6 +31,7 @@ use std::time::Instant;
 
 use super::attacker::{tolerance, Cut};
 use super::audit::Auditor;
+use super::budget::Deadline;
 use super::problem::{Fix, Problem};
 use super::{singleton, Construction, ProtectOptions, SuppressError};
 use crate::table::relations::FastMap;
@@ -408,10 +411,14 @@ impl<'p, 'a> Work<'p, 'a> {
         }
     }
 
-    /// Repair loop (step 2): audit, satisfy cuts, close, until clean.
-    pub fn repair(&mut self, singleton_rule: bool) -> Result<(), SuppressError> {
+    /// Repair loop (step 2): audit, satisfy cuts, close, until clean. Each round adds cells, so
+    /// it ends; the hard stop's grace period fails it (no clean pattern yet: nothing to publish).
+    pub fn repair(&mut self, singleton_rule: bool, deadline: &Deadline) -> Result<(), SuppressError> {
         let p = self.p;
         loop {
+            if deadline.wall_reached() {
+                return Err(deadline.error("the audit-driven repair"));
+            }
             let t0 = Instant::now();
             let lps0 = self.aud.lps;
             let fails = self.aud.check()?;
@@ -504,8 +511,14 @@ impl<'p, 'a> Work<'p, 'a> {
     }
 
     /// Cleanup (step 3): drops method-chosen secondaries, most costly first (per cube using
-    /// them, after the cube assignment), while clean; the deadline stops it.
-    pub fn cleanup(&mut self, singleton_rule: bool, deadline: Instant) -> Result<usize, SuppressError> {
+    /// them, after the cube assignment), while clean; at most `trials` drop trials (the
+    /// deterministic budget), the hard stop `deadline` ending it earlier (recorded there).
+    pub fn cleanup(
+        &mut self,
+        singleton_rule: bool,
+        trials: usize,
+        deadline: &Deadline,
+    ) -> Result<usize, SuppressError> {
         let p = self.p;
         let mut cands: Vec<usize> = (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free).collect();
         // Most costly first; after the cube assignment, cost per cube using the cell: a cell in
@@ -519,8 +532,8 @@ impl<'p, 'a> Work<'p, 'a> {
         self.aud.localize()?;
         let lps0 = self.aud.lps;
         let mut tried = 0;
-        for &s in &cands {
-            if Instant::now() >= deadline {
+        for &s in cands.iter().take(trials) {
+            if deadline.reached() {
                 break;
             }
             tried += 1;
@@ -750,6 +763,7 @@ pub(crate) fn complete<'p, 'a>(
     sup: Vec<bool>,
     singleton_rule: bool,
     construction: Construction,
+    deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
     let t0 = Instant::now();
     if use_cover(p, construction) && p.n() <= ASSIGN_MAX_CELLS {
@@ -780,7 +794,7 @@ pub(crate) fn complete<'p, 'a>(
                 t0.elapsed().as_secs_f64(),
                 w.sup().iter().filter(|&&x| x).count()
             ));
-            w.repair(singleton_rule)?;
+            w.repair(singleton_rule, deadline)?;
             return Ok(w);
         }
     }
@@ -812,12 +826,12 @@ pub(crate) fn complete<'p, 'a>(
         t0.elapsed().as_secs_f64(),
         w.sup().iter().filter(|&&x| x).count()
     ));
-    w.repair(singleton_rule)?;
+    w.repair(singleton_rule, deadline)?;
     Ok(w)
 }
 
 /// The fast method (see the module doc).
-pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Result<Vec<bool>, SuppressError> {
+pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Result<Vec<bool>, SuppressError> {
     Ok(run_certified(p, opts, deadline)?.0)
 }
 
@@ -826,13 +840,13 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Resu
 pub(crate) fn run_certified(
     p: &Problem,
     opts: &ProtectOptions,
-    deadline: Instant,
+    deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
-    let mut w = complete(p, p.initial(), opts.singleton_rule, opts.construction)?;
+    let mut w = complete(p, p.initial(), opts.singleton_rule, opts.construction, deadline)?;
     if opts.cleanup {
-        w.cleanup(opts.singleton_rule, deadline)?;
+        w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
     }
-    // The cleanup may stop at its deadline between a removal and its audit: audit first.
+    // Belt and braces: every kept drop was audited, but audit the end state before trusting it.
     if !w.aud.check()?.is_empty() {
         return Ok((w.aud.sup, None));
     }
@@ -1073,7 +1087,8 @@ mod tests {
         for seed in 0..3 {
             let t = table(seed);
             let p = Problem::from_table(&t, None);
-            let mut w = complete(&p, p.initial(), false, Construction::Auto).unwrap();
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
             w.aud.localize().unwrap();
             let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
             for &s in &secondaries {
@@ -1090,7 +1105,7 @@ mod tests {
                 assert!(!lp.check().unwrap().is_empty(), "seed {seed}: refusing to publish {s} was wrong");
             }
             // Cleanup with the pool and the pinned-cell check, then an independent LP audit.
-            w.cleanup(false, Instant::now() + std::time::Duration::from_secs(5)).unwrap();
+            w.cleanup(false, 200, &far).unwrap();
             let mut lp = Auditor::new(&p, w.sup().to_vec());
             lp.lp_only = true;
             assert!(lp.check().unwrap().is_empty(), "seed {seed}: cleanup left an unsafe pattern");

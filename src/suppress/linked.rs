@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use super::budget::Deadline;
 use super::problem::{Fix, Problem, Sensitive};
 use super::{fast, AuditSummary, Method, ProtectOptions, Protection, SubtableSolver, SuppressError, TableTask};
 use crate::table::relations::FastMap;
@@ -154,20 +155,24 @@ pub fn protect_linked_with(
     for (t, statuses) in tables.iter().zip(out.statuses) {
         let tp = Problem::from_table(t, Some(&statuses));
         let mut prot = super::summarise_pattern(&tp, statuses, opts.method, start);
+        // The table's own relations bound its secondaries (the joint system only adds rows).
+        prot.set_lower_bound(super::best_bound(&Problem::from_table(t, None), None));
         prot.audit = out.audit.clone();
         prot.worker.clone_from(&out.worker);
+        prot.stopped_by_time_limit = out.stopped_by_time_limit;
         prots.push(prot);
     }
     Ok(prots)
 }
 
-/// The joint protection of linked tables with its joint audit: output statuses per table.
+/// The joint protection of linked tables with its joint audit: output statuses per table, and
+/// whether the time limit ended a search.
 pub(crate) fn solve_joint(
     tables: &[Table],
     opts: &ProtectOptions,
-) -> Result<(Vec<Vec<CellStatus>>, AuditSummary), SuppressError> {
+) -> Result<(Vec<Vec<CellStatus>>, AuditSummary, bool), SuppressError> {
     let start = Instant::now();
-    let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let deadline = &Deadline::after(opts.time_limit_s);
     let (p, maps) = join(tables)?;
     let sup = match opts.method {
         Method::Fast => fast::run(&p, opts, deadline)?,
@@ -191,7 +196,7 @@ pub(crate) fn solve_joint(
                 .collect()
         })
         .collect();
-    Ok((statuses, joint.audit))
+    Ok((statuses, joint.audit, deadline.was_hit()))
 }
 
 /// The joint audit of given output statuses of linked tables (independent of how they were
@@ -227,7 +232,7 @@ fn modular_linked(
     p: &Problem,
     maps: &[Vec<u32>],
     opts: &ProtectOptions,
-    deadline: Instant,
+    deadline: &Deadline,
 ) -> Result<Vec<bool>, SuppressError> {
     let mut sup = p.initial();
     for _round in 0..10 {
@@ -239,7 +244,11 @@ fn modular_linked(
                     t2.set_status(i, CellStatus::Secondary);
                 }
             }
-            let prot = super::protect(&t2, opts)?;
+            let left = ProtectOptions { time_limit_s: deadline.left_s(), ..opts.clone() };
+            let prot = super::protect(&t2, &left)?;
+            if prot.stopped_by_time_limit {
+                deadline.record_hit();
+            }
             for (i, &g) in maps[ti].iter().enumerate() {
                 if prot.statuses[i].is_suppressed() && !sup[g as usize] {
                     sup[g as usize] = true;
@@ -247,9 +256,9 @@ fn modular_linked(
                 }
             }
         }
-        if !changed || Instant::now() >= deadline {
+        if !changed || deadline.reached() {
             break;
         }
     }
-    Ok(fast::complete(p, sup, opts.singleton_rule, opts.construction)?.aud.sup)
+    Ok(fast::complete(p, sup, opts.singleton_rule, opts.construction, deadline)?.aud.sup)
 }

@@ -13,10 +13,13 @@
 //! (1-level subtables top-down, [`modular`]); linked tables in [`linked`]. Every method returns
 //! a pattern that [`protect`] audits again from scratch ([`audit`]). Invariants: primary and
 //! forced cells stay suppressed, protected/empty cells stay published, results depend only on
-//! the input and the seed (time limits aside: a method stopped by its limit reports it).
+//! the input and the seed: every search is bounded in work units ([`budget`]), the time limit
+//! is a hard stop that, when it ends a search, is reported (`stopped_by_time_limit`).
 
 pub mod attacker;
 pub mod audit;
+pub(crate) mod bound;
+pub mod budget;
 pub(crate) mod cubes;
 pub mod exact;
 pub mod fast;
@@ -32,6 +35,7 @@ use std::time::Instant;
 
 use crate::lp::LpError;
 use crate::table::{CellStatus, Table, TableError};
+use budget::Deadline;
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
 pub use linked::{protect_linked, protect_linked_with};
@@ -79,7 +83,9 @@ pub struct ProtectOptions {
     pub method: Method,
     /// Seed for every random choice.
     pub seed: u64,
-    /// Wall-clock budget in seconds for the method (the final audit is extra).
+    /// Wall-clock hard stop in seconds for the method (the final audit is extra). Not a
+    /// budget: searches end on their work limits below; reaching this one is reported
+    /// ([`Protection::stopped_by_time_limit`]) because the pattern then depends on machine speed.
     pub time_limit_s: f64,
     /// Enforce the singleton rule (see `singleton.rs`).
     pub singleton_rule: bool,
@@ -87,6 +93,15 @@ pub struct ProtectOptions {
     pub cleanup: bool,
     /// Tabu iterations (the stopping rule; the time limit is a safety net).
     pub tabu_iterations: usize,
+    /// Drop trials per cleanup pass (`None`: every candidate secondary once).
+    #[serde(default)]
+    pub cleanup_trials: Option<usize>,
+    /// `Optimal`: master MIP solves (each adds the capacity cuts its pattern violates).
+    #[serde(default = "default_master_solves")]
+    pub master_solves: usize,
+    /// `Optimal`: branch-and-bound nodes per master MIP solve.
+    #[serde(default = "default_mip_nodes")]
+    pub mip_nodes: usize,
     /// Method used inside each modular subtable (`Fast` or `Optimal`).
     pub modular_inner: Method,
     /// `Optimal` refuses tables with more cells than this (use another method).
@@ -94,6 +109,13 @@ pub struct ProtectOptions {
     /// First-pattern construction of `Fast` (see [`Construction`]).
     #[serde(default)]
     pub construction: Construction,
+}
+
+impl ProtectOptions {
+    /// Drop trials of one cleanup pass ([`Self::cleanup_trials`], default every candidate).
+    pub fn cleanup_budget(&self) -> usize {
+        self.cleanup_trials.unwrap_or(budget::EVERY_CANDIDATE)
+    }
 }
 
 impl Default for ProtectOptions {
@@ -105,11 +127,22 @@ impl Default for ProtectOptions {
             singleton_rule: true,
             cleanup: true,
             tabu_iterations: 200,
+            cleanup_trials: None,
+            master_solves: default_master_solves(),
+            mip_nodes: default_mip_nodes(),
             modular_inner: Method::Fast,
             optimal_max_cells: 2000,
             construction: Construction::Auto,
         }
     }
+}
+
+fn default_master_solves() -> usize {
+    500
+}
+
+fn default_mip_nodes() -> usize {
+    20_000
 }
 
 /// Audit summary in a [`Protection`].
@@ -153,9 +186,14 @@ pub struct Protection {
     pub seconds: f64,
     /// Per-subtable outcome (modular only).
     pub subtables: Vec<SubtableReport>,
-    /// Lower bound on the secondary cost (optimal only).
+    /// Whether the time limit, not a work budget, ended a search: the pattern is audited but
+    /// depends on machine speed (same input and seed may give another pattern elsewhere).
+    #[serde(default)]
+    pub stopped_by_time_limit: bool,
+    /// Lower bound on the secondary cost of any protecting pattern (every method; see
+    /// [`bound`]; `Optimal` may prove a larger one).
     pub lower_bound: Option<f64>,
-    /// Relative gap `(secondary_cost − lower_bound) / secondary_cost` (optimal only).
+    /// Relative gap `(secondary_cost − lower_bound) / secondary_cost` (0 when both are 0).
     pub gap: Option<f64>,
     /// Final audit.
     pub audit: AuditSummary,
@@ -163,6 +201,23 @@ pub struct Protection {
     /// process).
     #[serde(default)]
     pub worker: String,
+}
+
+/// `(cost − lower bound) / cost`, 0 when the cost is 0 (nothing to improve).
+fn relative_gap(cost: f64, lower_bound: f64) -> f64 {
+    if cost > 0.0 {
+        ((cost - lower_bound) / cost).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+impl Protection {
+    /// Sets the lower bound on the secondary cost (and the gap to it).
+    pub(crate) fn set_lower_bound(&mut self, lb: f64) {
+        self.lower_bound = Some(lb);
+        self.gap = Some(relative_gap(self.secondary_cost, lb));
+    }
 }
 
 /// Why a table could not be protected.
@@ -199,6 +254,18 @@ pub enum SuppressError {
     /// Bad table or options.
     #[error("bad input: {0}")]
     Input(String),
+    /// The wall-clock hard stop (`time_limit_s`) came before any pattern passed the audit
+    /// (fail closed: nothing is published).
+    #[error(
+        "the time limit of {limit_s} s was reached during {phase}, before any suppression pattern passed the \
+         audit; nothing was published (raise secondary.time_limit_s, or coarsen the table)"
+    )]
+    TimeLimit {
+        /// What was running.
+        phase: String,
+        /// The limit in seconds.
+        limit_s: f64,
+    },
     /// Table construction error (subtables, linked tables).
     #[error(transparent)]
     Table(#[from] TableError),
@@ -225,10 +292,10 @@ pub fn protect_with(
 ) -> Result<Protection, SuppressError> {
     let start = Instant::now();
     let p = Problem::from_table(table, None);
-    let deadline = start + std::time::Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let deadline = Deadline::after(opts.time_limit_s);
     let (merged, subtables) = match opts.method {
         Method::Modular => {
-            let (s, subs) = modular::run_levels(table, &p, opts, deadline, solver).map_err(|e| match e {
+            let (s, subs) = modular::run_levels(table, &p, opts, &deadline, solver).map_err(|e| match e {
                 SuppressError::Infeasible { cell, why, .. } => {
                     SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
                 }
@@ -238,14 +305,23 @@ pub fn protect_with(
         }
         _ => (None, Vec::new()),
     };
-    let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+    let left = deadline.left_s();
     let task =
         TableTask { tables: vec![table.clone()], opts: ProtectOptions { time_limit_s: left, ..opts.clone() }, merged };
     let mut out = task::run_checked(solver, task)?;
     let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
-    let mut prot = summarise(&p, statuses, opts.method, start, subtables, out.lower_bound, out.audit);
+    let lower_bound = best_bound(&p, out.lower_bound);
+    let mut prot = summarise(&p, statuses, opts.method, start, subtables, Some(lower_bound), out.audit);
     prot.worker = out.worker;
+    prot.stopped_by_time_limit = out.stopped_by_time_limit || deadline.was_hit();
     Ok(prot)
+}
+
+/// The larger of a method's own lower bound on the secondary cost (e.g. `Optimal`'s master
+/// bound) and the dual-ascent bound of [`bound`], valid for every method: the input problem `p`
+/// (statuses before the method).
+pub(crate) fn best_bound(p: &Problem, method_bound: Option<f64>) -> f64 {
+    bound::secondary_cost_bound(p).max(method_bound.unwrap_or(0.0))
 }
 
 /// Final audit from scratch and the figures; `Err` unless clean.
@@ -291,16 +367,7 @@ fn summarise(
     let secondary_cost: f64 = (0..p.n()).filter(|&i| statuses[i] == CellStatus::Secondary).map(|i| p.cost[i]).sum();
     let total: f64 = p.value.iter().map(|v| v.abs()).sum();
     let supv: f64 = (0..p.n()).filter(|&i| sup[i]).map(|i| p.value[i].abs()).sum();
-    let gap =
-        lower_bound.map(
-            |lb| {
-                if secondary_cost > 0.0 {
-                    ((secondary_cost - lb) / secondary_cost).max(0.0)
-                } else {
-                    0.0
-                }
-            },
-        );
+    let gap = lower_bound.map(|lb| relative_gap(secondary_cost, lb));
     Protection {
         primaries: p.sens.len(),
         secondaries: statuses.iter().filter(|s| **s == CellStatus::Secondary).count(),
@@ -311,6 +378,7 @@ fn summarise(
         suppressed_value_share: if total > 0.0 { supv / total } else { 0.0 },
         seconds: start.elapsed().as_secs_f64(),
         subtables,
+        stopped_by_time_limit: false,
         lower_bound,
         gap,
         audit,
@@ -574,6 +642,86 @@ pub(crate) mod tests {
             // Protecting T1 alone leaves T2's view unsafe: the joint audit is what matters.
             let alone = protect(&t1, &opts(m)).unwrap();
             assert!(alone.statuses[a].is_suppressed());
+        }
+    }
+
+    /// The dual-ascent bound by hand: the primary (r0, c0) needs another suppression in its
+    /// row (free cells cost 22 and 12) and in its column (24 and 14): 12 + 14 = 26 ≤ 42.
+    #[test]
+    fn lower_bound_by_hand_on_two_by_two() {
+        let mut t = grid(&[vec![10.0, 12.0], vec![14.0, 16.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        for m in [Method::Optimal, Method::Fast, Method::Tabu, Method::Modular] {
+            let p = protect(&t, &opts(m)).unwrap();
+            let lb = p.lower_bound.unwrap();
+            let want = if m == Method::Optimal { 42.0 } else { 26.0 };
+            assert!((lb - want).abs() < 1e-6, "{m:?}: {lb}");
+            assert!((p.gap.unwrap() - (42.0 - lb) / 42.0).abs() < 1e-9, "{m:?}");
+        }
+    }
+
+    /// Issue 11 item 4: the lower bound never exceeds the cost of a pattern any method finds,
+    /// nor the exact method's proven optimum; and it is not trivially zero.
+    #[test]
+    fn lower_bound_never_exceeds_any_pattern_cost() {
+        let (mut checked, mut positive) = (0, 0);
+        for k in 0..40 {
+            let t = generate(&random_spec(k)).unwrap();
+            if t.cells().len() > 80 {
+                continue;
+            }
+            let bound = bound::secondary_cost_bound(&Problem::from_table(&t, None));
+            let mut optimum = None;
+            for m in [Method::Optimal, Method::Fast, Method::Tabu, Method::Modular] {
+                let o = ProtectOptions { seed: k, tabu_iterations: 30, ..opts(m) };
+                let p = match protect(&t, &o) {
+                    Ok(p) => p,
+                    Err(SuppressError::Infeasible { .. }) => break,
+                    Err(e) => panic!("case {k} {m:?}: {e}"),
+                };
+                let tol = 1e-9 * p.secondary_cost.max(1.0);
+                assert!(bound <= p.secondary_cost + tol, "case {k} {m:?}: bound {bound} > cost {}", p.secondary_cost);
+                assert!(p.lower_bound.unwrap() <= p.secondary_cost + tol, "case {k} {m:?}");
+                if m == Method::Optimal && p.gap == Some(0.0) {
+                    optimum = Some(p.secondary_cost);
+                }
+            }
+            if let Some(opt) = optimum {
+                assert!(bound <= opt + 1e-9 * opt.max(1.0), "case {k}: bound {bound} > optimum {opt}");
+                checked += 1;
+                positive += usize::from(bound > 0.0);
+            }
+        }
+        assert!(checked >= 10 && positive >= checked / 2, "{checked} optima checked, {positive} positive bounds");
+    }
+
+    /// Item 7 of issue 11: budgets are work units, so a small and a large time limit that both
+    /// let the search finish give the same pattern, and neither reports a stop by time.
+    #[test]
+    fn time_limits_that_are_not_reached_do_not_change_the_pattern() {
+        let t = generate(&random_spec(7)).unwrap();
+        for m in [Method::Fast, Method::Tabu, Method::Modular, Method::Optimal] {
+            let o = ProtectOptions { tabu_iterations: 20, seed: 3, ..opts(m) };
+            let small = protect(&t, &ProtectOptions { time_limit_s: 30.0, ..o.clone() }).unwrap();
+            let large = protect(&t, &ProtectOptions { time_limit_s: 3600.0, ..o }).unwrap();
+            assert!(small.secondaries > 0, "{m:?}: a table without secondaries tests nothing");
+            assert_eq!(small.statuses, large.statuses, "{m:?}");
+            assert!(!small.stopped_by_time_limit && !large.stopped_by_time_limit, "{m:?}");
+        }
+    }
+
+    /// A limit reached during the cleanup ends it: the pattern is still audited clean, and the
+    /// stop is reported.
+    #[test]
+    fn a_reached_time_limit_is_reported_and_the_pattern_stays_clean() {
+        let t = generate(&random_spec(7)).unwrap();
+        for m in [Method::Fast, Method::Tabu, Method::Modular] {
+            let o = ProtectOptions { time_limit_s: 1e-9, tabu_iterations: 20, ..opts(m) };
+            let p = protect(&t, &o).unwrap();
+            assert!(p.stopped_by_time_limit, "{m:?}");
+            assert!(audit(&t, &p.statuses, true, &AuditOptions::default()).unwrap().is_clean(), "{m:?}");
+            let full = protect(&t, &ProtectOptions { time_limit_s: 600.0, ..o }).unwrap();
+            assert!(full.secondary_cost <= p.secondary_cost + 1e-9, "{m:?}: the cleanup was cut short");
         }
     }
 

@@ -17,11 +17,15 @@
 //! Finally the merged pattern gets the whole-table audit and repair of the fast method
 //! (tau-Argus's modular method is known to leave cells under-protected against a whole-table
 //! attacker; this one ends clean or fails).
+//! Budgets: each subtable's solve is bounded by its method's work units, not by a share of the
+//! time; the time limit is a hard stop: levels not started before it are `Skipped` (left to the
+//! global completion) and the stop is reported.
 
 use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::budget::Deadline;
 use super::problem::{Fix, Problem};
 use super::task::{solve_table_task, TableOutcome, TableTask};
 use super::{fast, Method, ProtectOptions, SuppressError};
@@ -50,6 +54,8 @@ pub enum SubtableStatus {
     Relaxed,
     /// Not protected locally (left to the global repair).
     Failed,
+    /// Not solved: the time limit was reached before or during it (left to the global repair).
+    Skipped,
 }
 
 /// Per-subtable figures in a [`super::Protection`].
@@ -147,10 +153,10 @@ pub fn subtables(table: &Table) -> Result<Vec<SubTable>, SuppressError> {
 /// the local pattern. Pure: the unit of work shipped to executors.
 pub fn solve_subtable(local: &Table, opts: &ProtectOptions) -> Result<Vec<bool>, SuppressError> {
     let p = Problem::from_table(local, None);
-    let deadline = Instant::now() + std::time::Duration::from_secs_f64(opts.time_limit_s);
+    let deadline = Deadline::after(opts.time_limit_s);
     match opts.modular_inner {
-        Method::Optimal if p.n() <= opts.optimal_max_cells => Ok(super::exact::run(&p, opts, deadline)?.0),
-        _ => fast::run(&p, opts, deadline),
+        Method::Optimal if p.n() <= opts.optimal_max_cells => Ok(super::exact::run(&p, opts, &deadline)?.0),
+        _ => fast::run(&p, opts, &deadline),
     }
 }
 
@@ -192,7 +198,7 @@ pub struct SubtableTask {
     pub relaxable: Vec<usize>,
     /// The local pattern kept when the subtable cannot be protected (left to the repair).
     pub fallback: Vec<bool>,
-    /// Solver options; `time_limit_s` is this subtable's share of the budget.
+    /// Solver options; `time_limit_s` is the hard stop (the time left to the whole table).
     pub opts: ProtectOptions,
 }
 
@@ -259,6 +265,7 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
     match solve_subtable(&task.local, &task.opts) {
         Ok(x) => return Ok(done(x, SubtableStatus::Solved)),
         Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {}
+        Err(SuppressError::TimeLimit { .. }) => return Ok(done(task.fallback.clone(), SubtableStatus::Skipped)),
         Err(e) => return Err(e),
     }
     let mut local = task.local.clone();
@@ -271,18 +278,20 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
         Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {
             Ok(done(task.fallback.clone(), SubtableStatus::Failed))
         }
+        Err(SuppressError::TimeLimit { .. }) => Ok(done(task.fallback.clone(), SubtableStatus::Skipped)),
         Err(e) => Err(e),
     }
 }
 
 /// Protects the subtables of `table` (whose flat problem is `p`) top-down, each level's with
 /// `solver`; returns the merged pattern, which still needs the global completion and audit
-/// ([`super::task`]: closure, repair, cleanup).
+/// ([`super::task`]: closure, repair, cleanup). Levels not started before the hard stop are
+/// `Skipped` (recorded in `deadline`).
 pub(crate) fn run_levels(
     table: &Table,
     p: &Problem,
     opts: &ProtectOptions,
-    deadline: Instant,
+    deadline: &Deadline,
     solver: &dyn SubtableSolver,
 ) -> Result<(Vec<bool>, Vec<SubtableReport>), SuppressError> {
     let subs = subtables(table)?;
@@ -295,12 +304,25 @@ pub(crate) fn run_levels(
     while start < subs.len() {
         let level = subs[start].level;
         let end = start + subs[start..].iter().take_while(|s| s.level == level).count();
-        // Each subtable gets a share of the time left (twice its share: they run in parallel).
-        let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64();
-        let share = (2.0 * left / (subs.len() - start) as f64).min(opts.time_limit_s);
-        let tasks: Vec<SubtableTask> =
-            subs[start..end].iter().map(|s| prepare(s, p, &sens, &sup, &decided, &inherit, opts, share)).collect();
-        let results = solver.solve_level(tasks)?;
+        // Each subtable stops on its own work budget; the time left is only its hard stop. A
+        // subtable stopped by it returns after the global stop, which records it below.
+        let tasks: Vec<SubtableTask> = subs[start..end]
+            .iter()
+            .map(|s| prepare(s, p, &sens, &sup, &decided, &inherit, opts, deadline.left_s()))
+            .collect();
+        let results = if deadline.reached() {
+            let skip = |t: SubtableTask| SubtableOutcome {
+                pattern: t.fallback,
+                status: SubtableStatus::Skipped,
+                seconds: 0.0,
+                worker: String::new(),
+            };
+            tasks.into_iter().map(skip).collect()
+        } else {
+            let r = solver.solve_level(tasks)?;
+            let _ = deadline.reached();
+            r
+        };
         if results.len() != end - start {
             return Err(SuppressError::Distributed(format!(
                 "level {level}: the subtable solver returned {} results for {} subtables",

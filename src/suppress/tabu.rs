@@ -6,7 +6,7 @@
 //! after each block (blocks of ⌈n/8⌉ instead of one variable at a time: same idea, 8 LPs
 //! instead of n). The rounded pattern is completed to a clean one by the fast method's closure
 //! and repair. Warm start (an improvement that paid in measurements): the fast method's
-//! pattern, cleaned up for half of the time budget, is the starting point when it is cheaper
+//! pattern, after its cleanup (its trial budget), is the starting point when it is cheaper
 //! than the construction (tables above `optimal_max_cells` cells skip the construction).
 //! Moves (Algorithm 3): flip one variable. Improving moves are drops of secondaries; we scan a
 //! candidate list (secondaries by decreasing cost) and take the first that keeps the pattern
@@ -17,20 +17,25 @@
 //! when every candidate is tabu a random flip is made (escape). Feasibility is maintained
 //! throughout, so the incumbent is always clean. Feasibility checks are incremental: a drop
 //! re-solves only targets whose witness used the dropped cell ([`super::audit`]).
-//! Deterministic for a seed; the iteration count is the stopping rule, the time limit a net.
-
-use std::time::Instant;
+//! Deterministic for a seed; the iteration count is the stopping rule, the time limit a hard
+//! stop ([`super::budget`]).
 
 use crate::lp::{self, SolveOptions};
 use crate::rng::Rng;
 
+use super::budget::Deadline;
 use super::exact::{master, strengthen};
 use super::fast::{self, Work};
 use super::problem::{Fix, Problem};
 use super::{ProtectOptions, SuppressError};
 
 /// Randomised LP-rounding construction (see the module doc).
-fn construct(p: &Problem, opts: &ProtectOptions, rng: &mut Rng, deadline: Instant) -> Result<Vec<bool>, SuppressError> {
+fn construct(
+    p: &Problem,
+    opts: &ProtectOptions,
+    rng: &mut Rng,
+    deadline: &Deadline,
+) -> Result<Vec<bool>, SuppressError> {
     let mut lp = master(p, opts.singleton_rule, false);
     let mut x = strengthen(p, &mut lp, 20, deadline)?;
     let mut order: Vec<usize> = (0..p.n()).filter(|&i| p.fix[i] == Fix::Free).collect();
@@ -46,7 +51,7 @@ fn construct(p: &Problem, opts: &ProtectOptions, rng: &mut Rng, deadline: Instan
             lp.columns[i].lower = b;
             lp.columns[i].upper = b;
         }
-        if Instant::now() >= deadline {
+        if deadline.reached() {
             break;
         }
         match lp::solve(&lp, &SolveOptions::default()) {
@@ -64,17 +69,15 @@ fn construct(p: &Problem, opts: &ProtectOptions, rng: &mut Rng, deadline: Instan
 }
 
 /// Runs the method.
-pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Result<Vec<bool>, SuppressError> {
+pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Result<Vec<bool>, SuppressError> {
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
-    // Warm start: the fast method's pattern with a cleanup on half of the time left.
-    let now = Instant::now();
-    let half = now + deadline.saturating_duration_since(now) / 2;
-    let mut w = fast::complete(p, p.initial(), rule, opts.construction)?;
-    w.cleanup(rule, half)?;
-    if p.n() <= opts.optimal_max_cells {
+    // Warm start: the fast method's pattern after its cleanup.
+    let mut w = fast::complete(p, p.initial(), rule, opts.construction, deadline)?;
+    w.cleanup(rule, opts.cleanup_budget(), deadline)?;
+    if p.n() <= opts.optimal_max_cells && !deadline.reached() {
         let x0 = construct(p, opts, &mut rng, deadline)?;
-        let c = fast::complete(p, x0, rule, opts.construction)?;
+        let c = fast::complete(p, x0, rule, opts.construction, deadline)?;
         if p.cost_of(c.sup()) < p.cost_of(w.sup()) {
             w = c;
         }
@@ -87,7 +90,7 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Resu
     let mut best_cost = p.cost_of(&best);
     let mut cost = best_cost;
     for it in 1..=opts.tabu_iterations {
-        if Instant::now() >= deadline {
+        if deadline.reached() {
             break;
         }
         let tenure = 1 + rng.below(tmax) as usize;
@@ -108,8 +111,8 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Resu
         }
         if !moved {
             let j = pick_add(p, &w, &tabu_until, it, &mut rng);
-            match j {
-                Some(j) => add(&mut w, j, rule)?,
+            let added = match j {
+                Some(j) => add(&mut w, j, rule, deadline),
                 None => {
                     // Escape: every candidate is tabu — random flip of a free cell.
                     let free: Vec<usize> = (0..p.n()).filter(|&i| p.fix[i] == Fix::Free).collect();
@@ -117,13 +120,18 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Resu
                         break;
                     }
                     let j = free[rng.index(free.len())];
-                    if w.sup()[j] {
-                        w.try_drop(j, rule)?;
-                    } else {
-                        add(&mut w, j, rule)?;
-                    }
                     tabu_until[j] = it + tenure;
+                    if w.sup()[j] {
+                        w.try_drop(j, rule).map(|_| ())
+                    } else {
+                        add(&mut w, j, rule, deadline)
+                    }
                 }
+            };
+            match added {
+                // The hard stop during a repair: the best pattern so far is clean.
+                Err(SuppressError::TimeLimit { .. }) => break,
+                r => r?,
             }
             if let Some(j) = j {
                 tabu_until[j] = it + tenure;
@@ -139,10 +147,10 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: Instant) -> Resu
 }
 
 /// Adds cell `j` and restores the singleton rule if the addition broke it.
-fn add(w: &mut Work, j: usize, rule: bool) -> Result<(), SuppressError> {
+fn add(w: &mut Work, j: usize, rule: bool, deadline: &Deadline) -> Result<(), SuppressError> {
     let req = 0.0;
     w.suppress(j, req);
-    w.repair(rule)
+    w.repair(rule, deadline)
 }
 
 /// Cheapest non-tabu free cells sharing a relation with a suppressed cell; random among the

@@ -8,13 +8,15 @@
 //! caller only decomposes, merges and reports, so the same code decides the pattern in every
 //! engine mode and the outputs are byte-identical.
 //!
-//! The task is pure: it depends only on the tables, the options and the seed (time limits
-//! aside), never on the process that solves it.
+//! The task is pure: it depends only on the tables, the options and the seed, never on the
+//! process that solves it — unless the time limit ended a search, which the outcome reports
+//! ([`TableOutcome::stopped_by_time_limit`]).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::table::{CellStatus, Table};
 
+use super::budget::Deadline;
 use super::problem::Problem;
 use super::{audit, exact, fast, linked, tabu, AuditOptions, AuditReport, AuditSummary, Method, ProtectOptions};
 use super::{SubtableSolver, SuppressError};
@@ -24,7 +26,7 @@ use super::{SubtableSolver, SuppressError};
 pub struct TableTask {
     /// One table, or the tables of a `[[linked]]` group (protected jointly).
     pub tables: Vec<Table>,
-    /// Options; `time_limit_s` is the budget left for this task.
+    /// Options; `time_limit_s` is the hard stop left for this task.
     pub opts: ProtectOptions,
     /// `Modular` only: the merged pattern of the subtables (over the single table's cells), to
     /// complete, clean up and audit.
@@ -42,6 +44,9 @@ pub struct TableOutcome {
     pub audit: AuditSummary,
     /// Where it ran (an executor identity on a cluster; empty in process).
     pub worker: String,
+    /// Whether the time limit, not a work budget, ended a search: the pattern then depends on
+    /// machine speed.
+    pub stopped_by_time_limit: bool,
 }
 
 /// Runs `task`: the method (or the modular completion), then the final audit from scratch
@@ -55,15 +60,15 @@ pub fn solve_table_task(task: &TableTask) -> Result<TableOutcome, SuppressError>
             if task.merged.is_some() {
                 return Err(SuppressError::Input("a merged pattern is only defined for a single table".into()));
             }
-            let (statuses, audit) = linked::solve_joint(tables, &task.opts)?;
-            Ok(TableOutcome { statuses, lower_bound: None, audit, worker: String::new() })
+            let (statuses, audit, stopped_by_time_limit) = linked::solve_joint(tables, &task.opts)?;
+            Ok(TableOutcome { statuses, lower_bound: None, audit, worker: String::new(), stopped_by_time_limit })
         }
     }
 }
 
 fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -> Result<TableOutcome, SuppressError> {
     let p = Problem::from_table(table, None);
-    let deadline = Instant::now() + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let deadline = &Deadline::after(opts.time_limit_s);
     let with_coord = |e: SuppressError| match e {
         SuppressError::Infeasible { cell, why, .. } => {
             SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
@@ -79,9 +84,10 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
                     p.n()
                 )));
             }
-            let mut w = fast::complete(&p, m.to_vec(), opts.singleton_rule, opts.construction).map_err(with_coord)?;
+            let mut w =
+                fast::complete(&p, m.to_vec(), opts.singleton_rule, opts.construction, deadline).map_err(with_coord)?;
             if opts.cleanup {
-                w.cleanup(opts.singleton_rule, deadline).map_err(with_coord)?;
+                w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline).map_err(with_coord)?;
             }
             (w.aud.sup, None, None)
         }
@@ -112,7 +118,13 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
         }
     };
     let audit = clean_summary(&rep, audit_s, opts.method)?;
-    Ok(TableOutcome { statuses: vec![super::output_statuses(&p, &sup)], lower_bound, audit, worker: String::new() })
+    Ok(TableOutcome {
+        statuses: vec![super::output_statuses(&p, &sup)],
+        lower_bound,
+        audit,
+        worker: String::new(),
+        stopped_by_time_limit: deadline.was_hit(),
+    })
 }
 
 /// The summary of a final audit; `Err` (fail closed) unless it is clean.

@@ -168,7 +168,7 @@ fn unknown_secondary_method_lists_known_ones() {
     sample(d.path());
     let text = job("m.parquet", "response = \"salary\"", "", "FREQ(3,10)")
         .replace("method = \"none\"", "method = \"hypercube\"");
-    expect_input_error(d.path(), &text, &["unknown method \"hypercube\"", "known methods: none"]);
+    expect_input_error(d.path(), &text, &["unknown method \"hypercube\"", "known methods: auto, none"]);
 }
 
 /// Bytes that are not UTF-8 text.

@@ -38,8 +38,9 @@ fn protect_one_liner_matches_the_job_file() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("table geo_sex:") && out.contains("output written to one"), "{out}");
+    // Both defaults (no --secondary, no `secondary`) are `auto`: protected, the choice reported.
     let job = format!(
-        "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n[[table]]\nname = \"geo_sex\"\nexplanatory = [\"geo\", \"sex\"]\nresponse = \"salary\"\ncontributor = \"ent_id\"\nsafety = \"NK(1,85)|FREQ(3,10)\"\nsecondary = {{ method = \"none\" }}\n[output]\ndir = \"two\"\n",
+        "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n[[table]]\nname = \"geo_sex\"\nexplanatory = [\"geo\", \"sex\"]\nresponse = \"salary\"\ncontributor = \"ent_id\"\nsafety = \"NK(1,85)|FREQ(3,10)\"\n[output]\ndir = \"two\"\n",
         data.display()
     );
     write_job(d.path(), &job);
@@ -48,6 +49,14 @@ fn protect_one_liner_matches_the_job_file() {
     let a = std::fs::read(d.path().join("one/confidential/geo_sex/cells.parquet")).unwrap();
     let b = std::fs::read(d.path().join("two/confidential/geo_sex/cells.parquet")).unwrap();
     assert_eq!(a, b);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("one/report.json")).unwrap()).unwrap();
+    let t = &report["tables"][0];
+    assert_eq!(t["protected_against_recalculation"], true, "{t}");
+    let cells = t["cells"].as_u64().unwrap() as usize;
+    let chosen = sdcflow::secondary::method_name(sdcflow::secondary::auto_method(cells));
+    assert_eq!(t["method"], format!("auto ({chosen})"), "{t}");
+    assert!(t["secondaries"].as_u64().unwrap() > 0, "{t}");
     // A malformed --hierarchy is bad input.
     let (code, _, err) = run(
         &[

@@ -140,3 +140,83 @@ fn issue_13_zero_valued_frequency_primary_is_not_exactly_recoverable() {
         assert!(hi - lo >= sdcflow::rules::MIN_PROTECTION - 1e-9, "{method}: exactly recoverable: {c}");
     }
 }
+/// Issue 11 item 6: `time_limit_s` is a hard wall. A table whose `fast` cleanup alone runs
+/// about a minute here, with a 2 s limit: the run ends soon after the limit with an audited
+/// pattern and says it was stopped by the time (or fails with exit 1, publishing nothing). The
+/// margin is generous: this asserts termination, not speed.
+#[test]
+fn time_limit_is_a_hard_wall() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 200_000,
+        seed: 1,
+        rows_per_part: 200_000,
+        mean_enterprise_size: 8.0,
+    };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    std::fs::write(
+        d.path().join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept, substr(nace, 1, 1) AS section FROM microdata;",
+    )
+    .unwrap();
+    let limit = 2.0;
+    let secondary = format!("{{ method = \"fast\", seed = 1, time_limit_s = {limit} }}");
+    let table = salary_table("t", &["dept", "section", "sex"], "NK(1,85)|FREQ(3,10)", &secondary);
+    write_job(d.path(), &format!("{}{table}[output]\ndir = \"out\"\n", dept_job_head(&data)));
+    let start = std::time::Instant::now();
+    let (code, out, err) = run(&["run", "job.toml"], d.path());
+    let secs = start.elapsed().as_secs_f64();
+    assert!(secs < limit + 30.0, "ran {secs:.1} s with a {limit} s limit");
+    match code {
+        0 => {
+            let report: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(d.path().join("out/report.json")).unwrap()).unwrap();
+            let t = &report["tables"][0];
+            assert_eq!(t["stopped_by_time_limit"], true, "{t}");
+            assert_eq!(t["protected_against_recalculation"], true);
+            assert!(out.contains("stopped by the time limit") && out.contains("audit: passed"), "{out}");
+            assert!(err.contains("depends on machine speed"), "{err}");
+            let w = report["warnings"].as_array().unwrap();
+            assert!(w.iter().any(|w| w.as_str().unwrap().contains("time_limit_s")), "{w:?}");
+        }
+        1 => {
+            assert!(err.contains("time limit"), "{err}");
+            assert!(!d.path().join("out").exists(), "nothing may be published");
+        }
+        c => panic!("exit {c}: {err}"),
+    }
+}
+
+/// Issue 11 item 8: a deliberately over-detailed table (3-level geography × sex on 1,200
+/// records) gets a warning in report.json and on stderr naming the level combination with the
+/// highest primary share; a coarse table of the same records gets none.
+#[test]
+fn over_detailed_tables_are_called_unpublishable() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 1200, mean_enterprise_size: 8.0 };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    let secondary = "{ method = \"fast\", seed = 1 }";
+    let detailed = salary_table("detailed", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", secondary);
+    let coarse = salary_table("coarse", &["sex"], "NK(1,85)|FREQ(3,10)", secondary);
+    let job = format!(
+        "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n{detailed}{coarse}[output]\ndir = \"out\"\n",
+        data.display()
+    );
+    write_job(d.path(), &job);
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("out/report.json")).unwrap()).unwrap();
+    let t = &report["tables"][0];
+    let share = t["primaries"].as_f64().unwrap() / t["cells"].as_f64().unwrap();
+    assert!(share > 0.3 || t["suppressed_value_share"].as_f64().unwrap() > 0.3, "not over-detailed: {t}");
+    let warnings: Vec<&str> = report["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let w: Vec<&&str> = warnings.iter().filter(|w| w.contains("too detailed")).collect();
+    assert_eq!(w.len(), 1, "{warnings:?}");
+    // The finest geography level is where primaries concentrate.
+    assert!(w[0].contains("table `detailed`") && w[0].contains("geo at level 3 of 3"), "{}", w[0]);
+    assert!(err.contains("too detailed to publish"), "{err}");
+}

@@ -255,7 +255,7 @@ pub fn improve_by_column_generation(
         consider(dual_rounding(&dist, codes, m, k, &u, g, l));
     }
     if opts.colgen_master_mip {
-        let opt = SolveOptions { time_limit_s: Some(10.0), mip_rel_gap: None };
+        let opt = SolveOptions { time_limit_s: Some(10.0), ..Default::default() };
         if let Ok(sol) = lp::solve(&master(&columns, n, true), &opt) {
             let cl: Vec<Vec<usize>> =
                 columns.iter().zip(&sol.columns).filter(|(_, &x)| x > 0.5).map(|((c, _), _)| c.clone()).collect();

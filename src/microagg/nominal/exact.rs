@@ -153,7 +153,7 @@ pub fn solve_exact_subset(
                 lp.add_row(s * base_e - (a * (a + 1)) as f64, f64::INFINITY, coefs);
             }
         }
-        let opt = SolveOptions { time_limit_s, mip_rel_gap: Some(1e-9) };
+        let opt = SolveOptions { time_limit_s, mip_rel_gap: Some(1e-9), ..Default::default() };
         let sol = lp::solve(&lp, &opt).map_err(solver)?;
         let mut choice = start.to_vec();
         for (v, &(c, q)) in zvar.iter().enumerate() {

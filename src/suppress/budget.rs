@@ -1,0 +1,122 @@
+//! Search budgets: deterministic work limits, and the wall-clock hard stop.
+//!
+//! Why: "same input + seed ⇒ byte-identical output" must hold on any machine and with any
+//! number of executors. So every search stops after a number of *work units* fixed by the
+//! options — cleanup drop trials, tabu iterations, cutting-plane rounds, master MIP solves,
+//! branch-and-bound nodes, linked rounds — never after a number of seconds. The wall-clock
+//! `time_limit_s` is only a hard stop ([`Deadline`]): when it is what ended a search, the pattern
+//! depends on machine speed, and the deadline remembers it so the run reports
+//! `stopped_by_time_limit` and warns.
+//!
+//! Searches that *improve* a clean pattern (cleanup, tabu, branch-and-bound, modular levels)
+//! stop at the limit and keep their best audited pattern. Building the *first* clean pattern
+//! (closure and audit-driven repair) cannot stop halfway with something publishable, so it may
+//! run a short grace period past the limit ([`grace_s`]) and then fails (nothing published).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::SuppressError;
+
+/// Drop trials of one cleanup pass when `ProtectOptions::cleanup_trials` is `None`: every
+/// candidate secondary is tried once, whatever its number.
+pub const EVERY_CANDIDATE: usize = usize::MAX;
+
+/// Seconds past a limit of `limit_s` that building the first clean pattern may take: a
+/// quarter of the limit, at least 1 s, at most 60 s (so a run never ends far past its limit).
+pub fn grace_s(limit_s: f64) -> f64 {
+    (limit_s / 4.0).clamp(1.0, 60.0)
+}
+
+/// The wall-clock hard stop of a search, and whether a search was ended by it.
+///
+/// Shared by reference between the phases of one method; a phase asks [`Self::reached`] at
+/// each work unit and stops when it says so.
+#[derive(Debug)]
+pub struct Deadline {
+    at: Instant,
+    wall: Instant,
+    limit_s: f64,
+    hit: AtomicBool,
+}
+
+impl Deadline {
+    /// A hard stop `seconds` from now (negative or NaN: now).
+    pub fn after(seconds: f64) -> Self {
+        let s = if seconds.is_finite() {
+            seconds.max(0.0)
+        } else if seconds > 0.0 {
+            1e9
+        } else {
+            0.0
+        };
+        let now = Instant::now();
+        let s = s.min(1e9);
+        Self {
+            at: now + Duration::from_secs_f64(s),
+            wall: now + Duration::from_secs_f64(s + grace_s(s)),
+            limit_s: s,
+            hit: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the first clean pattern is still being built past the grace period: the caller
+    /// fails with [`Self::error`].
+    pub fn wall_reached(&self) -> bool {
+        Instant::now() >= self.wall
+    }
+
+    /// The error of a phase that the hard stop ended before any pattern passed the audit
+    /// (records the hit).
+    pub fn error(&self, phase: &str) -> SuppressError {
+        self.record_hit();
+        SuppressError::TimeLimit { phase: phase.to_string(), limit_s: self.limit_s }
+    }
+
+    /// Whether the hard stop has passed; when it has, records that it ended a search (so ask
+    /// only where a `true` makes the caller stop early).
+    pub fn reached(&self) -> bool {
+        let past = Instant::now() >= self.at;
+        if past {
+            self.hit.store(true, Ordering::Relaxed);
+        }
+        past
+    }
+
+    /// Records that the hard stop ended a search (e.g. an LP solver stopped by its time limit).
+    pub fn record_hit(&self) {
+        self.hit.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether some search was ended by the hard stop.
+    pub fn was_hit(&self) -> bool {
+        self.hit.load(Ordering::Relaxed)
+    }
+
+    /// Seconds left before the hard stop (0 when past; never records a hit).
+    pub fn left_s(&self) -> f64 {
+        self.at.saturating_duration_since(Instant::now()).as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hit_is_recorded_only_when_the_stop_was_asked_after_it_passed() {
+        let far = Deadline::after(3600.0);
+        assert!(!far.reached());
+        assert!(far.left_s() > 3000.0);
+        assert!(!far.was_hit());
+        let past = Deadline::after(0.0);
+        assert_eq!(past.left_s(), 0.0);
+        assert!(!past.was_hit(), "asking for the time left is not a stop");
+        assert!(past.reached());
+        assert!(past.was_hit());
+        assert!(Deadline::after(f64::INFINITY).left_s() > 1e8);
+        assert!(Deadline::after(f64::NAN).reached());
+        assert!(!Deadline::after(0.0).wall_reached(), "a grace period to finish a first pattern");
+        assert_eq!((grace_s(0.0), grace_s(40.0), grace_s(1e6)), (1.0, 10.0, 60.0));
+    }
+}
