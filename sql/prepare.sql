@@ -11,6 +11,7 @@ WHERE substr(geo, 1, 2) = '13' AND salary > 0;
 
 CREATE OR REPLACE VIEW employees AS
 SELECT geo,
+       substr(geo, 1, 2) AS region,       -- region (2)
        substr(geo, 1, 4) AS dept,         -- region (2) + department (2)
        substr(nace, 1, 1) AS section,     -- activity section letter
        nace, sex, age_band, occupation, contract, ent_id, salary, w
