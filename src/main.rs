@@ -323,6 +323,7 @@ async fn interrupted() -> (&'static str, i32) {
 
 async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
     let progress = Progress::new(verbosity);
+    progress.install_for_solvers();
     match cmd {
         Command::Run { job, engine, out } => {
             let j = Job::load(&job).with_context(|| format!("loading job {}", job.display()))?;

@@ -3,9 +3,17 @@
 //! Batch jobs run for minutes to hours, often under a scheduler that captures stderr; bars are
 //! noise in a log file, so they are only drawn when stderr is a terminal. `-q` silences
 //! everything but errors, `-v` adds engine details.
+//!
+//! Long solver phases (cleanup, repair, tabu search, the optimal method's cutting loop,
+//! column generation) run inside pure solvers, often on an executor, with no reporter handed
+//! down: they call [`solver_progress`], which prints through the reporter the binary installed
+//! ([`Progress::install_for_solvers`]) at most once every [`solver_interval`], whatever the
+//! number of phases and threads. Nothing is printed in library use, and no output file
+//! depends on it.
 
 use std::io::IsTerminal;
-use std::time::Instant;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -37,6 +45,12 @@ impl Progress {
     /// A silent reporter (tests, library use).
     pub fn quiet() -> Self {
         Self { verbosity: Verbosity::Quiet, bars: None }
+    }
+
+    /// Makes this reporter print the solvers' periodic progress lines ([`solver_progress`]);
+    /// the first reporter installed stays.
+    pub fn install_for_solvers(&self) {
+        let _ = SOLVER_REPORTER.set(self.clone());
     }
 
     /// Logs a line (suppressed by `-q`).
@@ -87,6 +101,50 @@ impl Progress {
         }
         Stage { bar, name: name.to_string(), start: Instant::now(), progress: self.clone() }
     }
+}
+
+static SOLVER_REPORTER: OnceLock<Progress> = OnceLock::new();
+
+/// When the last solver progress line was printed (or the first phase asked, so that quick
+/// solves print nothing).
+static LAST_SOLVER_LINE: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Least time between two solver progress lines: 5 s, or `SDCFLOW_PROGRESS_INTERVAL_S`
+/// (seconds, for tests and very long jobs).
+pub fn solver_interval() -> Duration {
+    static INTERVAL: OnceLock<Duration> = OnceLock::new();
+    *INTERVAL.get_or_init(|| {
+        std::env::var("SDCFLOW_PROGRESS_INTERVAL_S")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map_or(Duration::from_secs(5), Duration::from_secs_f64)
+    })
+}
+
+/// Reports the state of a long solver phase (`phase: what`, e.g. its current cost and bound)
+/// when a line is due: at most one line per [`solver_interval`] across every phase and thread.
+/// `what` is only evaluated then, so it may be costly. Silent unless a reporter is installed.
+pub fn solver_progress(phase: &str, what: impl FnOnce() -> String) {
+    let Some(p) = SOLVER_REPORTER.get() else { return };
+    if p.verbosity < Verbosity::Normal {
+        return;
+    }
+    let now = Instant::now();
+    {
+        let Ok(mut last) = LAST_SOLVER_LINE.lock() else { return };
+        match *last {
+            Some(t) if now.duration_since(t) >= solver_interval() => *last = Some(now),
+            Some(_) => return,
+            None => {
+                *last = Some(now);
+                if !solver_interval().is_zero() {
+                    return;
+                }
+            }
+        }
+    }
+    p.line(&format!("{phase}: {}", what()));
 }
 
 /// One running stage.

@@ -192,6 +192,13 @@ pub fn column_generation(
     let mut iterations = 0;
     while iterations < params.max_iterations {
         iterations += 1;
+        crate::progress::solver_progress("column generation", || {
+            let bound = lower_bound.map_or_else(|| "none yet".to_string(), |b| format!("{b:.4}"));
+            format!(
+                "iteration {iterations}, {} columns, best SSE {best_sse:.4}, LP {lp_value:.4}, lower bound {bound}",
+                cols.members.len()
+            )
+        });
         let sol = lp::solve(&cols.master(m, false), &SolveOptions::default())
             .map_err(|source| ColGenError::Lp { stage: "master LP", source })?;
         lp_value = sol.objective;

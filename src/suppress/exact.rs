@@ -161,9 +161,23 @@ pub(crate) fn run(
         Err(e) => return Err(e),
     }
     let mut lower = f64::NEG_INFINITY;
-    for _ in 0..opts.master_solves {
+    for round in 1..=opts.master_solves {
         if deadline.reached() {
             break;
+        }
+        if round > 1 {
+            crate::progress::solver_progress("optimal: branch and cut", || {
+                let bound = if lower.is_finite() {
+                    format!("{:.3} %", p.cost_percent((lower - fixed_cost).max(0.0)))
+                } else {
+                    "none yet".into()
+                };
+                format!(
+                    "master MIP {round} of {}, best {:.3} %, lower bound {bound} of the table's cost",
+                    opts.master_solves,
+                    p.cost_percent(best_cost - fixed_cost)
+                )
+            });
         }
         let o = SolveOptions {
             time_limit_s: Some(deadline.left_s()),

@@ -422,6 +422,13 @@ impl<'p, 'a> Work<'p, 'a> {
             let t0 = Instant::now();
             let lps0 = self.aud.lps;
             let fails = self.aud.check()?;
+            crate::progress::solver_progress("repair", || {
+                format!(
+                    "{} sensitive cells under-protected, cost {:.3} % of the table's cost",
+                    fails.len(),
+                    p.cost_percent(p.cost_of(&self.aud.sup))
+                )
+            });
             trace(format_args!(
                 "repair audit {:.1}s: {} failures, {} LPs, {} pairs by witness",
                 t0.elapsed().as_secs_f64(),
@@ -536,6 +543,13 @@ impl<'p, 'a> Work<'p, 'a> {
             if deadline.reached() {
                 break;
             }
+            crate::progress::solver_progress("cleanup", || {
+                format!(
+                    "{tried} of {} candidates tried, {dropped} dropped, cost {:.3} % of the table's cost",
+                    cands.len().min(trials),
+                    p.cost_percent(p.cost_of(&self.aud.sup))
+                )
+            });
             tried += 1;
             if self.try_drop(s, singleton_rule)? {
                 dropped += 1;

@@ -109,4 +109,15 @@ impl<'a> Problem<'a> {
     pub fn cost_of(&self, sup: &[bool]) -> f64 {
         sup.iter().zip(&self.cost).filter(|(s, _)| **s).map(|(_, c)| c).sum()
     }
+
+    /// `cost` as a percentage of the cost of suppressing every cell: what progress lines show,
+    /// since an absolute cost can equal one cell's value, and values stay out of logs.
+    pub fn cost_percent(&self, cost: f64) -> f64 {
+        let total: f64 = self.cost.iter().sum();
+        if total > 0.0 {
+            100.0 * cost / total
+        } else {
+            0.0
+        }
+    }
 }

@@ -93,6 +93,14 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Re
         if deadline.reached() {
             break;
         }
+        crate::progress::solver_progress("tabu search", || {
+            format!(
+                "iteration {it} of {}, cost {:.3} %, best {:.3} % of the table's cost",
+                opts.tabu_iterations,
+                p.cost_percent(cost),
+                p.cost_percent(best_cost)
+            )
+        });
         let tenure = 1 + rng.below(tmax) as usize;
         let mut drops: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
         drops.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));

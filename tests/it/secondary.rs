@@ -220,3 +220,42 @@ fn over_detailed_tables_are_called_unpublishable() {
     assert!(w[0].contains("table `detailed`") && w[0].contains("geo at level 3 of 3"), "{}", w[0]);
     assert!(err.contains("too detailed to publish"), "{err}");
 }
+
+/// Issue 15 item 4: long solver phases say how far they are, with their cost as a share of the
+/// table's (never an absolute value: logs hold no cell values), and the lines change no output.
+#[test]
+fn issue_15_solver_phases_report_progress_without_changing_outputs() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let opts =
+        sdcflow::generate::GenerateOptions { rows: 20_000, seed: 3, rows_per_part: 20_000, ..Default::default() };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    std::fs::write(d.path().join("prep.sql"), "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata;")
+        .unwrap();
+    let mut outputs = Vec::new();
+    for (interval, out) in [("0", "a"), ("3600", "b")] {
+        let table = salary_table(
+            "t",
+            &["dept", "sex"],
+            "NK(1,85)|FREQ(3,10)",
+            "{ method = \"tabu\", seed = 1, time_limit_s = 600 }",
+        );
+        write_job(d.path(), &format!("{}{table}[output]\ndir = \"{out}\"\n", dept_job_head(&data)));
+        let o = sdcflow()
+            .args(["run", "job.toml"])
+            .env("SDCFLOW_PROGRESS_INTERVAL_S", interval)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        if interval == "0" {
+            assert!(err.contains("tabu search: iteration 1 of"), "{err}");
+            assert!(err.contains("cleanup: ") && err.contains("% of the table's cost"), "{err}");
+        } else {
+            assert!(!err.contains("tabu search: iteration"), "{err}");
+        }
+        outputs.push(std::fs::read(d.path().join(out).join("confidential/t/cells.parquet")).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1], "progress lines changed the output");
+}
