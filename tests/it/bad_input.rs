@@ -296,3 +296,37 @@ fn issue_13_non_finite_response_and_weight() {
         &["table `t`: column \"salary\" has 3 NaN or infinite values", "column \"w\" has 1 NaN"],
     );
 }
+
+#[test]
+fn issue_13_empty_parquet_part() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::create_dir(d.path().join("parts")).unwrap();
+    std::fs::rename(d.path().join("m.parquet"), d.path().join("parts/a.parquet")).unwrap();
+    std::fs::write(d.path().join("parts/b.parquet"), "").unwrap();
+    write_job(d.path(), &job("parts", "response = \"salary\"", "", "FREQ(3,10)"));
+    let (_, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(err.matches("b.parquet").count(), 1, "one error naming the part: {err}");
+    expect_input_error(
+        d.path(),
+        &job("parts", "response = \"salary\"", "", "FREQ(3,10)"),
+        &["parts/b.parquet", "the Parquet part is empty (0 bytes)"],
+    );
+}
+
+#[test]
+fn issue_13_parquet_part_missing_a_column() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::create_dir(d.path().join("parts")).unwrap();
+    std::fs::rename(d.path().join("m.parquet"), d.path().join("parts/a.parquet")).unwrap();
+    write_parquet(
+        &d.path().join("parts/b.parquet"),
+        vec![Col::Str("geo", vec!["1101".into()]), Col::Str("sex", vec!["1".into()])],
+    );
+    expect_input_error(
+        d.path(),
+        &job("parts", "response = \"salary\"", "", "FREQ(3,10)"),
+        &["parts/b.parquet", "has no column \"salary\", \"label\" (present in", "a.parquet"],
+    );
+}
