@@ -355,7 +355,7 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
         model.push(cell);
     }
     let mut table = Table::new(dims.clone(), model)
-        .map_err(|e| Error::data(&file, format!("the cells do not form an additive table: {e}")))?;
+        .map_err(|e| Error::data(&file, format!("the cells do not form an additive table: {}", e.describe(&dims))))?;
     if let Some(ap) = &t.apriori {
         let f = crate::secondary::read_apriori(ap, t.apriori_separator, &dims)?;
         let mut entries = Vec::new();
