@@ -242,6 +242,32 @@ fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
     Ok(c)
 }
 
+/// A cell named by its codes, e.g. `geo=1101, sex=Total`.
+pub fn cell_name(variables: &[String], codes: &[&str]) -> String {
+    variables.iter().zip(codes).map(|(v, c)| format!("{v}={c}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Fails on a NaN or infinite number in the file: it is a damaged input, not an audit finding.
+fn check_finite(c: &Columns, variables: &[String], file: &str) -> Result<()> {
+    let numbers = [("value", &c.value), ("top1", &c.top1), ("top2", &c.top2), ("lpl", &c.lpl), ("upl", &c.upl)];
+    for (column, values) in numbers {
+        let bad: Vec<usize> = (0..values.len()).filter(|&i| !values[i].is_finite()).collect();
+        if let Some(&first) = bad.first() {
+            let codes: Vec<&str> = c.codes.iter().map(|d| d[first].as_str()).collect();
+            return Err(Error::data(
+                file,
+                format!(
+                    "column `{column}` has {} NaN or infinite values, the first {} in cell ({}); the file is damaged",
+                    bad.len(),
+                    values[first],
+                    cell_name(variables, &codes)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Rebuilds a variable's hierarchy from the job and the codes in the file.
 fn dimension(job: &Job, variable: &str, codes: &[String], file: &str) -> Result<Dimension> {
     let spec = job.hierarchies.get(variable).cloned().unwrap_or(HierarchySpec::Flat);
@@ -280,6 +306,7 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
     let t = table_of(job, cells, name)?;
     let file = cells.display().to_string();
     let c = read_columns(cells, &t.explanatory)?;
+    check_finite(&c, &t.explanatory, &file)?;
     let dims: Vec<Dimension> =
         t.explanatory.iter().enumerate().map(|(d, v)| dimension(job, v, &c.codes[d], &file)).collect::<Result<_>>()?;
     let index: Vec<HashMap<&str, u32>> =
@@ -328,7 +355,7 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
         model.push(cell);
     }
     let mut table = Table::new(dims.clone(), model)
-        .map_err(|e| Error::data(&file, format!("the cells do not form an additive table: {e}")))?;
+        .map_err(|e| Error::data(&file, format!("the cells do not form an additive table: {}", e.describe(&dims))))?;
     if let Some(ap) = &t.apriori {
         let f = crate::secondary::read_apriori(ap, t.apriori_separator, &dims)?;
         let mut entries = Vec::new();

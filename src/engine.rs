@@ -133,6 +133,9 @@ pub async fn register_microdata(ctx: &SessionContext, location: &str, csv_delimi
             .await
             .map_err(|e| Error::data(location, format!("cannot read as CSV: {e}")))?;
     } else {
+        if local && !is_file && !has_glob(location) {
+            check_parquet_parts(std::path::Path::new(location))?;
+        }
         let opts = ParquetReadOptions::default().file_extension(if is_file { "" } else { ".parquet" });
         ctx.register_parquet("microdata", location, opts)
             .await
@@ -141,6 +144,60 @@ pub async fn register_microdata(ctx: &SessionContext, location: &str, csv_delimi
     // Touch the schema and one batch now so an unreadable file fails here, naming the input.
     let df = ctx.sql("SELECT * FROM microdata LIMIT 1").await.map_err(|e| Error::data(location, e.to_string()))?;
     df.collect().await.map_err(|e| Error::data(location, format!("cannot be read: {e}")))?;
+    Ok(())
+}
+
+/// Checks every `.parquet` part under a local directory from its footer alone: an empty or
+/// unreadable part, or a part without a column another part has, is an error naming the part
+/// (DataFusion would report missing columns or NULLs without saying which file is at fault).
+fn check_parquet_parts(dir: &std::path::Path) -> Result<()> {
+    let mut parts = Vec::new();
+    collect_parquet_files(dir, &mut parts)?;
+    parts.sort();
+    let mut columns: Vec<(std::path::PathBuf, Vec<String>)> = Vec::new();
+    for part in &parts {
+        let shown = part.display().to_string();
+        let file = std::fs::File::open(part).map_err(|e| Error::data(&shown, format!("cannot be opened: {e}")))?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len == 0 {
+            return Err(Error::data(&shown, "the Parquet part is empty (0 bytes); remove it or write it again"));
+        }
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| Error::data(&shown, format!("cannot read as Parquet: {e}")))?;
+        let names = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+        columns.push((part.clone(), names));
+    }
+    let mut errs = Vec::new();
+    for (part, names) in &columns {
+        for (other, other_names) in &columns {
+            let missing: Vec<&String> = other_names.iter().filter(|n| !names.contains(n)).collect();
+            if !missing.is_empty() {
+                errs.push(Error::data(
+                    part.display().to_string(),
+                    format!(
+                        "the Parquet part has no column {} (present in {}); all parts need the same columns",
+                        missing.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+                        other.display()
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+    Error::collect(errs)
+}
+
+fn collect_parquet_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::data(&shown, format!("cannot list the directory: {e}")))?;
+    for entry in entries {
+        let path = entry.map_err(|e| Error::data(&shown, format!("cannot list the directory: {e}")))?.path();
+        if path.is_dir() {
+            collect_parquet_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "parquet") {
+            out.push(path);
+        }
+    }
     Ok(())
 }
 

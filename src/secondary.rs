@@ -197,11 +197,21 @@ fn solver_options(
     Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
 }
 
-fn protection_error(table_name: &str, e: SuppressError) -> Error {
-    match e {
-        SuppressError::Input(m) => Error::Protection { table: table_name.into(), message: m },
-        other => Error::Protection { table: table_name.into(), message: other.to_string() },
-    }
+/// The solver's error for users: cells named by their codes when `model` (a single table) is
+/// known; a joint linked model has no codes of its own and keeps the solver's wording.
+fn protection_error(table_name: &str, e: SuppressError, model: Option<&Table>) -> Error {
+    let message = match (e, model) {
+        (SuppressError::Input(m), _) => m,
+        (SuppressError::Infeasible { coord, why, .. }, Some(t)) if !coord.is_empty() => {
+            format!("cell ({}) cannot be protected: {why}", crate::table::cell_codes(t.dims(), &coord))
+        }
+        (SuppressError::Unprotected { method, count, first }, Some(t)) if first < t.cells().len() => format!(
+            "{method:?} left {count} sensitive cells under-protected (first: cell ({}))",
+            crate::table::cell_codes(t.dims(), &t.cells()[first].coord)
+        ),
+        (other, _) => other.to_string(),
+    };
+    Error::Protection { table: table_name.into(), message }
 }
 
 /// Fails closed unless the final audit in `p` is clean.
@@ -260,7 +270,7 @@ pub fn protect_with(
 ) -> Result<Protection> {
     let table = to_table_with(a, apriori)?;
     let opts = solver_options(method_name, table.cells().len(), seed, time_limit_s, singleton_rule)?;
-    let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e))?;
+    let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e, Some(&table)))?;
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
     Ok(p)
@@ -283,7 +293,7 @@ pub fn protect_linked(
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let cells = models.iter().map(|t| t.cells().len()).sum();
     let opts = solver_options(method_name, cells, seed, time_limit_s, singleton_rule)?;
-    let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e))?;
+    let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e, None))?;
     for p in &ps {
         check_clean(&group, p)?;
     }
@@ -601,6 +611,30 @@ pub fn apply_apriori_statuses(safety: &Safety, a: &mut AssessedTable, f: &Aprior
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.
+    #[test]
+    fn protection_errors_name_cells_by_codes() {
+        let d = vec![Dimension::flat("geo", &["11", "12"]), Dimension::flat("sex", &["1", "2"])];
+        let mut cells = Vec::new();
+        for g in 0..3u32 {
+            for x in 0..3u32 {
+                // Additive: a total has two parts in its dimension.
+                let n = if g == 0 { 2 } else { 1 } * if x == 0 { 2 } else { 1 };
+                cells.push(Cell::new(vec![g, x], n as f64, n));
+            }
+        }
+        let t = Table::new(d, cells).unwrap();
+        let e = SuppressError::Infeasible { cell: 7, coord: vec![2, 1], why: "all partners published".into() };
+        let msg = protection_error("t", e, Some(&t)).to_string();
+        assert!(msg.contains("cell (geo=12, sex=1) cannot be protected: all partners published"), "{msg}");
+        let first = t.find(&[1, 2]).unwrap();
+        let e = SuppressError::Unprotected { method: Method::Fast, count: 2, first };
+        let msg = protection_error("t", e, Some(&t)).to_string();
+        assert!(msg.contains("2 sensitive cells under-protected (first: cell (geo=11, sex=2))"), "{msg}");
+        let e = TableError::NotAdditive { coord: vec![0, 1], dim: "geo".into(), value: 3.0, sum: 2.0 };
+        assert_eq!(e.describe(t.dims()), "marginal (geo=Total, sex=1) in dimension `geo` is 3 but its parts sum to 2");
+    }
 
     fn dims() -> Vec<Dimension> {
         vec![

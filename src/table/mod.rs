@@ -101,6 +101,36 @@ pub mod status_letter {
     }
 }
 
+/// A cell named by its codes, e.g. `geo=11, sex=Total`: what users see in messages, instead of
+/// node indices. An index out of range is shown as `#n`.
+pub fn cell_codes(dims: &[Dimension], coord: &[u32]) -> String {
+    dims.iter()
+        .zip(coord)
+        .map(|(d, &n)| match d.codes.get(n as usize) {
+            Some(code) => format!("{}={code}", d.name),
+            None => format!("{}=#{n}", d.name),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl TableError {
+    /// The message with cells named by their codes in `dims` (see [`cell_codes`]).
+    pub fn describe(&self, dims: &[Dimension]) -> String {
+        let name = |coord: &[u32]| format!("({})", cell_codes(dims, coord));
+        match self {
+            TableError::DuplicateCell { coord, .. } => format!("cell {} appears twice", name(coord)),
+            TableError::MissingMarginal { coord, dim, missing } => {
+                format!("cell {} has no marginal cell {} in dimension `{dim}`", name(coord), name(missing))
+            }
+            TableError::NotAdditive { coord, dim, value, sum } => {
+                format!("marginal {} in dimension `{dim}` is {value} but its parts sum to {sum}", name(coord))
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 /// Why a [`Table`] could not be built or modified.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TableError {

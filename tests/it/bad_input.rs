@@ -296,3 +296,67 @@ fn issue_13_non_finite_response_and_weight() {
         &["table `t`: column \"salary\" has 3 NaN or infinite values", "column \"w\" has 1 NaN"],
     );
 }
+
+#[test]
+fn issue_13_empty_parquet_part() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::create_dir(d.path().join("parts")).unwrap();
+    std::fs::rename(d.path().join("m.parquet"), d.path().join("parts/a.parquet")).unwrap();
+    std::fs::write(d.path().join("parts/b.parquet"), "").unwrap();
+    write_job(d.path(), &job("parts", "response = \"salary\"", "", "FREQ(3,10)"));
+    let (_, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(err.matches("b.parquet").count(), 1, "one error naming the part: {err}");
+    expect_input_error(
+        d.path(),
+        &job("parts", "response = \"salary\"", "", "FREQ(3,10)"),
+        &["parts/b.parquet", "the Parquet part is empty (0 bytes)"],
+    );
+}
+
+#[test]
+fn issue_13_parquet_part_missing_a_column() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::create_dir(d.path().join("parts")).unwrap();
+    std::fs::rename(d.path().join("m.parquet"), d.path().join("parts/a.parquet")).unwrap();
+    write_parquet(
+        &d.path().join("parts/b.parquet"),
+        vec![Col::Str("geo", vec!["1101".into()]), Col::Str("sex", vec!["1".into()])],
+    );
+    expect_input_error(
+        d.path(),
+        &job("parts", "response = \"salary\"", "", "FREQ(3,10)"),
+        &["parts/b.parquet", "has no column \"salary\", \"label\" (present in", "a.parquet"],
+    );
+}
+
+#[test]
+fn issue_13_audit_of_a_nan_value_is_an_input_error() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    write_job(d.path(), &job("m.parquet", "response = \"salary\"", "", "FREQ(3,10)"));
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    std::fs::create_dir_all(d.path().join("cells/t")).unwrap();
+    let n = |v: f64| vec![v; 4];
+    write_parquet(
+        &d.path().join("cells/t/cells.parquet"),
+        vec![
+            Col::Str("geo", s(&["Total", "Total", "1101", "1101"])),
+            Col::Str("sex", s(&["Total", "1", "Total", "1"])),
+            Col::F64("freq", n(5.0)),
+            Col::F64("value", vec![10.0, 10.0, 10.0, f64::NAN]),
+            Col::F64("top1", n(1.0)),
+            Col::F64("top2", n(1.0)),
+            Col::Str("status", s(&["S", "S", "S", "S"])),
+            Col::F64("lpl", n(0.0)),
+            Col::F64("upl", n(0.0)),
+        ],
+    );
+    let (code, out, err) = run(&["audit", "cells/t/cells.parquet", "--job", "job.toml", "--out", "iv.csv"], d.path());
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("cells.parquet") && err.contains("column `value` has 1 NaN or infinite values"), "{err}");
+    assert!(err.contains("cell (geo=1101, sex=1)"), "{err}");
+    assert!(!d.path().join("iv.csv").exists(), "nothing written");
+    assert!(!d.path().join("out").exists());
+}
