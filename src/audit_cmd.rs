@@ -302,10 +302,18 @@ fn dimension(job: &Job, variable: &str, codes: &[String], file: &str) -> Result<
 /// Audits the written table `cells` of `job` (table `name`, default: the file's directory
 /// name). `exact_intervals` solves two uncapped LPs per sensitive cell so the reported
 /// intervals are the attacker's exact ones.
-pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals: bool) -> Result<AuditOutcome> {
+pub fn audit_output(
+    cells: &Path,
+    job: &Job,
+    name: Option<&str>,
+    exact_intervals: bool,
+    progress: &crate::progress::Progress,
+) -> Result<AuditOutcome> {
     let t = table_of(job, cells, name)?;
     let file = cells.display().to_string();
+    let stage = progress.stage(&format!("{}: reading {file}", t.name), 1);
     let c = read_columns(cells, &t.explanatory)?;
+    stage.finish();
     check_finite(&c, &t.explanatory, &file)?;
     let dims: Vec<Dimension> =
         t.explanatory.iter().enumerate().map(|(d, v)| dimension(job, v, &c.codes[d], &file)).collect::<Result<_>>()?;
@@ -380,8 +388,11 @@ pub fn audit_output(cells: &Path, job: &Job, name: Option<&str>, exact_intervals
             .map_err(|e| Error::data(ap.display().to_string(), e.to_string()))?;
     }
     let statuses = table.statuses();
+    // The attacker's LPs are most of the time on a large table; one stage, so it is visible.
+    let stage = progress.stage(&format!("{}: attacker LPs over {} cells", t.name, table.cells().len()), 1);
     let rep = audit(&table, &statuses, t.singleton_rule, &AuditOptions { exact_intervals, ..Default::default() })
         .map_err(|e| Error::Protection { table: t.name.clone(), message: format!("audit: {e}") })?;
+    stage.finish();
     let codes_of = |i: usize| -> Vec<String> { (0..dims.len()).map(|d| c.codes[d][i].clone()).collect() };
     let intervals = rep
         .cells

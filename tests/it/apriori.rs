@@ -104,6 +104,8 @@ fn apriori_file_forces_suppressed_and_published_cells() {
     let (code, out, err) = run(&["audit", "out/confidential/t/cells.parquet", "--job", "job.toml"], d.path());
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("0 under-protected"), "{out}");
+    // Issue 13 item 13: the audit shows its stages while it works.
+    assert!(err.contains("t: attacker LPs over") && err.contains("done in"), "no progress: {err}");
 }
 
 #[test]
