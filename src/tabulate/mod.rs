@@ -193,37 +193,44 @@ fn engine_error(e: datafusion::error::DataFusionError, sql: &str) -> Error {
     Error::Engine(format!("{e}\n  while running: {short}{}", if sql.len() > 400 { " …" } else { "" }))
 }
 
-/// Fails on NaN or infinite values in the response and weight columns (naming the column and
-/// count): they cannot be cast to DECIMAL and have no meaning in a published total.
-async fn check_finite(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
-    let cols: Vec<&String> = t.response.iter().chain(t.weight.iter()).collect();
+/// Counts, per column of table `t`, the rows that `bad` (an SQL expression of the quoted column
+/// that is 1 for a bad row) flags, in one scan; every column with bad rows becomes one error
+/// "column X has N {what}; {advice}".
+async fn count_bad_rows(
+    ctx: &SessionContext,
+    t: &TableQuery,
+    cols: &[&String],
+    bad: impl Fn(&str) -> String,
+    what: &str,
+    advice: &str,
+) -> Result<()> {
     if cols.is_empty() {
         return Ok(());
     }
-    let exprs: Vec<String> = cols
-        .iter()
-        .map(|c| {
-            let x = format!("CAST({} AS DOUBLE)", q(c));
-            format!("SUM(CASE WHEN isnan({x}) OR abs({x}) = CAST('inf' AS DOUBLE) THEN 1 ELSE 0 END)")
-        })
-        .collect();
+    let exprs: Vec<String> = cols.iter().map(|c| format!("SUM({})", bad(&q(c)))).collect();
     let batches = collect(ctx, &format!("SELECT {} FROM {}", exprs.join(", "), q(&t.source))).await?;
     let mut errs = Vec::new();
     if let Some(b) = batches.first() {
         for (i, c) in cols.iter().enumerate() {
-            let n = b.column(i).as_primitive::<Int64Type>().value(0);
+            let counts = arrow::compute::cast(b.column(i), &DataType::Int64)?;
+            let n = counts.as_primitive::<Int64Type>().value(0);
             if n > 0 {
-                errs.push(Error::data(
-                    &t.source,
-                    format!(
-                        "table `{}`: column {c:?} has {n} NaN or infinite values; impute or drop them in a SQL view",
-                        t.name
-                    ),
-                ));
+                errs.push(Error::data(&t.source, format!("table `{}`: column {c:?} has {n} {what}; {advice}", t.name)));
             }
         }
     }
     Error::collect(errs)
+}
+
+/// Fails on NaN or infinite values in the response and weight columns (naming the column and
+/// count): they cannot be cast to DECIMAL and have no meaning in a published total.
+async fn check_finite(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
+    let cols: Vec<&String> = t.response.iter().chain(t.weight.iter()).collect();
+    let nonfinite = |c: &str| {
+        let x = format!("CAST({c} AS DOUBLE)");
+        format!("CASE WHEN isnan({x}) OR abs({x}) = CAST('inf' AS DOUBLE) THEN 1 ELSE 0 END")
+    };
+    count_bad_rows(ctx, t, &cols, nonfinite, "NaN or infinite values", "impute or drop them in a SQL view").await
 }
 
 /// Fails on NULLs in the table's columns (naming the column and count) and, when required, on
@@ -233,24 +240,8 @@ async fn check_values(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
     cols.extend(t.response.iter());
     cols.extend(t.contributor.iter());
     cols.extend(t.weight.iter());
-    let exprs: Vec<String> = cols.iter().map(|c| format!("COUNT(*) - COUNT({})", q(c))).collect();
-    let batches = collect(ctx, &format!("SELECT {} FROM {}", exprs.join(", "), q(&t.source))).await?;
-    let mut errs = Vec::new();
-    if let Some(b) = batches.first() {
-        for (i, c) in cols.iter().enumerate() {
-            let n = b.column(i).as_primitive::<Int64Type>().value(0);
-            if n > 0 {
-                errs.push(Error::data(
-                    &t.source,
-                    format!(
-                        "table `{}`: column {c:?} has {n} NULL values; filter or recode them in a SQL view",
-                        t.name
-                    ),
-                ));
-            }
-        }
-    }
-    Error::collect(errs)?;
+    let null = |c: &str| format!("CASE WHEN {c} IS NULL THEN 1 ELSE 0 END");
+    count_bad_rows(ctx, t, &cols, null, "NULL values", "filter or recode them in a SQL view").await?;
     check_finite(ctx, t).await?;
     if t.require_nonnegative {
         for col in t.response.iter().chain(t.weight.iter()) {
