@@ -44,20 +44,93 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SIZES = {
-    # (groups, children) per hierarchical variable (levels [1, 1]), flat categories, density,
-    # mean contributors per nonempty leaf, seed
+    # Friendly tables from numpy (historical): (groups, children) per hierarchical variable
+    # (levels [1, 1]), flat categories, density, mean contributors per nonempty leaf, seed.
     "mid": {"a": (5, 6), "b": (4, 5), "c": 12, "density": 0.9, "mean_freq": 7.0, "seed": 42},
     "small": {"a": (3, 3), "b": (2, 3), "c": 3, "density": 0.9, "mean_freq": 6.0, "seed": 7},
 }
 SAFETY = "FREQ(3,10)"
+
+# The realistic suite (issue 11): `sdcflow generate --shape census` records (irregular geography
+# of 13 regions x 2-12 departments of very unequal size, activity sections with 1-8 divisions,
+# several single-division sections), tabulated by sdcflow's normal path. Variables:
+#   geo2 = region/department (hierarchical, .hrc), nace2 = section/division (hierarchical),
+#   region, section (flat), sex (2 categories), contract (3), size_class (4), age_band (10).
+# `contributor`: None = each record (a person), "ent_id" = the enterprise (tau-Argus holding).
+SUITE = {
+    "c2-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2"], "contributor": None,
+                   "safety": "NK(1,85)|FREQ(3,10)"},
+    "c3-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2", "sex"], "contributor": None,
+                   "safety": "NK(1,85)|FREQ(3,10)"},
+    "c3-enterprises": {"rows": 50_000, "seed": 12, "dims": ["geo2", "nace2", "sex"], "contributor": "ent_id",
+                       "safety": "P(10)|FREQ(3,10)"},
+    "c4-persons": {"rows": 20_000, "seed": 13, "dims": ["region", "section", "sex", "contract"],
+                   "contributor": None, "safety": "NK(2,90)|FREQ(3,10)"},
+    "c3-small": {"rows": 4_000, "seed": 14, "dims": ["region", "section", "sex"], "contributor": None,
+                 "safety": "NK(1,85)|FREQ(3,10)"},
+    "c5-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2", "sex", "size_class", "contract"],
+                   "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
+}
+HIERARCHICAL = {"geo2", "nace2", "a", "b"}
+
+
+def spec_of(size: str) -> dict:
+    """Dimensions, rule and contributor of a suite or friendly table."""
+    if size in SUITE:
+        return SUITE[size]
+    return {"dims": ["a", "b", "c"], "contributor": None, "safety": SAFETY}
 
 
 def hier_codes(groups: int, children: int) -> list[tuple[str, list[str]]]:
     return [(f"{g + 1}", [f"{g + 1}{c + 1}" for c in range(children)]) for g in range(groups)]
 
 
-def generate(size: str, work: Path) -> Path:
+def write_hrc(path: Path, tree: dict[str, list[str]]) -> None:
+    with open(path, "w") as f:
+        for parent in sorted(tree):
+            f.write(f"{parent}\n")
+            for c in sorted(set(tree[parent])):
+                f.write(f"@{c}\n")
+
+
+def generate_census(size: str, work: Path, sdcflow: str) -> Path:
+    """`sdcflow generate --shape census`, then the derived variables and .hrc files."""
+    spec = SUITE[size]
+    d = work / size
+    d.mkdir(parents=True, exist_ok=True)
+    raw = d / "generated"
+    subprocess.run([sdcflow, "-q", "generate", "--shape", "census", "--out", str(raw), "--rows",
+                    str(spec["rows"]), "--seed", str(spec["seed"])], check=True)
+    t = pq.read_table(raw).to_pydict()
+    cols = {
+        "geo2": [g[:4] for g in t["geo"]],
+        "nace2": list(t["nace"]),
+        "region": [g[:2] for g in t["geo"]],
+        "section": [n[0] for n in t["nace"]],
+        "sex": list(t["sex"]),
+        "contract": list(t["contract"]),
+        "size_class": list(t["size_class"]),
+        "age_band": list(t["age_band"]),
+        "ent_id": [f"E{e}" for e in t["ent_id"]],
+        "value": list(t["salary"]),
+    }
+    path = d / "micro.parquet"
+    pq.write_table(pa.table(cols), path)
+    geo: dict[str, list[str]] = {}
+    for c in cols["geo2"]:
+        geo.setdefault(c[:2], []).append(c)
+    nace: dict[str, list[str]] = {}
+    for c in cols["nace2"]:
+        nace.setdefault(c[0], []).append(c)
+    write_hrc(d / "geo2.hrc", geo)
+    write_hrc(d / "nace2.hrc", nace)
+    return path
+
+
+def generate(size: str, work: Path, sdcflow: str = "") -> Path:
     """Seeded microdata: one record per contributor; returns the Parquet path."""
+    if size in SUITE:
+        return generate_census(size, work, sdcflow)
     spec = SIZES[size]
     rng = np.random.default_rng(spec["seed"])
     a_leaves = [c for _, cs in hier_codes(*spec["a"]) for c in cs]
@@ -90,21 +163,26 @@ def generate(size: str, work: Path) -> Path:
 
 def job_text(size_dir: Path, method: str, time_limit: float, singleton: bool = True) -> str:
     name = method if singleton else f"{method}-nosingleton"
+    spec = spec_of(size_dir.name)
+    hier = "".join(f'''
+[[hierarchy]]
+variable = "{v}"
+file = "{size_dir / (v + '.hrc')}"
+''' for v in spec["dims"] if v in HIERARCHICAL)
+    contributor = f'contributor = "{spec["contributor"]}"\n' if spec["contributor"] else ""
+    explanatory = ", ".join(f'"{v}"' for v in spec["dims"])
+    limit = f", time_limit_s = {time_limit}" if time_limit > 0 else ""
+    sec = "none" if method == "none" else method
     return f"""
 [input]
 microdata = "{size_dir / 'micro.parquet'}"
-[[hierarchy]]
-variable = "a"
-file = "{size_dir / 'a.hrc'}"
-[[hierarchy]]
-variable = "b"
-file = "{size_dir / 'b.hrc'}"
+{hier}
 [[table]]
 name = "t"
-explanatory = ["a", "b", "c"]
+explanatory = [{explanatory}]
 response = "value"
-safety = "{SAFETY}"
-secondary = {{ method = "{method}", seed = 1, time_limit_s = {time_limit}, singleton = {str(singleton).lower()} }}
+{contributor}safety = "{spec['safety']}"
+secondary = {{ method = "{sec}", seed = 1{limit}, singleton = {str(singleton).lower()} }}
 [output]
 dir = "{size_dir / ('out_' + name)}"
 """
@@ -143,18 +221,26 @@ def run_sdcflow(sdcflow: str, size_dir: Path, name: str, time_limit: float) -> d
     if r.returncode != 0:
         return {"tool": "sdcflow", "method": name, "error": r.stderr.strip()[-300:], "time": wall}
     rep = json.loads((out / "report.json").read_text())["tables"][0]
-    t = pq.read_table(out / "t" / "cells.parquet").to_pydict()
+    cells = out / "confidential" / "t" / "cells.parquet"
+    t = pq.read_table(cells).to_pydict()
     sup = [s in ("U", "M") for s in t["status"]]
+    # The lower bound is on the secondary cost (cost = value here): as a share of the table.
+    total = sum(abs(v) for v in t["value"])
+    prim = sum(abs(v) for v, s in zip(t["value"], t["status"]) if s == "U")
+    lb = rep.get("lower_bound")
     return {
         "tool": "sdcflow",
-        "method": name,
+        "method": name + (f" → {rep['method']}" if rep.get("method") and rep["method"] != method else ""),
         "cells": len(sup),
         "primaries": rep["primaries"],
         "secondaries": rep["secondaries"],
         "share": share(t["value"], sup),
+        "bound": (prim + lb) / total if lb is not None and total else None,
+        "gap": rep.get("gap"),
+        "stopped": rep.get("stopped_by_time_limit"),
         "time": wall,
         "secondary_time": rep["timings_s"].get("secondary"),
-        "audit": audit(sdcflow, out / "t" / "cells.parquet", size_dir / "job_none.toml"),
+        "audit": audit(sdcflow, cells, size_dir / "job_none.toml") if method != "none" else "-",
     }
 
 
@@ -170,6 +256,8 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
 
     size_dir = size_dir.resolve()
     micro = pd.read_parquet(size_dir / "micro.parquet")
+    spec = spec_of(size_dir.name)
+    dims = spec["dims"]
     wd = size_dir / ("tau_" + "".join(ch if ch.isalnum() else "_" for ch in method))
     subprocess.run(["rm", "-rf", str(wd)], check=True)
     wd.mkdir(parents=True)
@@ -177,9 +265,9 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
     os.chdir(wd)  # the engine also writes its logs (HiTaS.log, cspSCIP.*) to the current directory
     t0 = time.perf_counter()
     try:
-        res = protect(micro, ["a", "b", "c"], response="value", safety_rules=SAFETY,
-                      suppress=method, hrc={"a": str(size_dir / "a.hrc"), "b": str(size_dir / "b.hrc")},
-                      hierleadstring="@", totcode="Total", workdir=str(wd))
+        res = protect(micro, dims, response="value", safety_rules=spec["safety"],
+                      suppress=method, hrc={v: str(size_dir / f"{v}.hrc") for v in dims if v in HIERARCHICAL},
+                      holding_var=spec["contributor"], hierleadstring="@", totcode="Total", workdir=str(wd))
     except Exception as e:  # noqa: BLE001 - any engine failure is a result to report
         return {"tool": "tau-Argus", "method": method, "error": f"{type(e).__name__}: {e}",
                 "time": time.perf_counter() - t0}
@@ -187,20 +275,20 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
         os.chdir(cwd)
     wall = time.perf_counter() - t0
     rows = res.tables[0].rows
-    tau = {(r["a"], r["b"], r["c"]): r["status"] for r in rows}
+    tau = {tuple(r[v] for v in dims): r["status"] for r in rows}
     # Join onto sdcflow's own tabulation of the same table (method none = primaries only).
-    base = pq.read_table(size_dir / "out_none" / "t" / "cells.parquet")
+    base = pq.read_table(size_dir / "out_none" / "confidential" / "t" / "cells.parquet")
     d = base.to_pydict()
     status, missing = [], 0
     for i in range(base.num_rows):
-        k = (d["a"][i], d["b"][i], d["c"][i])
+        k = tuple(d[v][i] for v in dims)
         s = tau.get(k)
         if s is None:
             missing += 1
             s = "S"
         status.append({"U": "U", "M": "M"}.get(s, "Z" if d["value"][i] == 0 else "S"))
     d["status"] = status
-    cells = wd / "t" / "cells.parquet"
+    cells = wd / "confidential" / "t" / "cells.parquet"
     cells.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(d, schema=base.schema), cells)
     sup = [s in ("U", "M") for s in status]
@@ -211,6 +299,9 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
         "primaries": status.count("U"),
         "secondaries": status.count("M"),
         "share": share(d["value"], sup),
+        "bound": None,
+        "gap": None,
+        "stopped": None,
         "time": wall,
         "audit": audit(sdcflow, cells, size_dir / "job_none.toml")
         + (f" ({missing} sdcflow cells missing in tau-Argus output)" if missing else ""),
@@ -224,36 +315,38 @@ def main() -> int:
     ap.add_argument("--sizes", default="mid,small")
     ap.add_argument("--methods", default="fast,modular,tabu,optimal")
     ap.add_argument("--tau", default="MOD;OPT", help="`;`-separated tau-Argus specs")
-    ap.add_argument("--time-limit", type=float, default=20.0)
+    ap.add_argument("--time-limit", type=float, default=0.0, help="sdcflow time_limit_s (0: none)")
+    ap.add_argument("--tau-max-cells", type=int, default=60_000,
+                    help="skip tau-Argus on larger tables (it gives no result on them)")
     args = ap.parse_args()
     work = Path(args.work).resolve()
     results = []
     for size in [s for s in args.sizes.split(",") if s]:
-        size_dir = generate(size, work).parent
-        base = run_sdcflow(args.sdcflow, size_dir, "none", args.time_limit)
+        size_dir = generate(size, work, args.sdcflow).parent
+        base = run_sdcflow(args.sdcflow, size_dir, "none", 0)
         if "error" in base:
             print(f"{size}: sdcflow tabulation failed: {base['error']}", file=sys.stderr)
             return 1
         for m in [m for m in args.methods.split(",") if m]:
-            if m.startswith("optimal") and base["cells"] > 2000:
-                continue
             r = run_sdcflow(args.sdcflow, size_dir, m, args.time_limit)
             results.append((size, r))
             print(size, json.dumps(r), flush=True)
-        for m in [m for m in args.tau.split(";") if m]:
+        for m in [m for m in args.tau.split(";") if m and base["cells"] <= args.tau_max_cells]:
             r = run_tauargus(args.sdcflow, size_dir, m)
             results.append((size, r))
             print(size, json.dumps(r), flush=True)
     print()
-    print("| table | tool | method | cells | primaries | secondaries | suppressed value | time | audit |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| table | tool | method | cells | primaries | secondaries | suppressed value | lower bound | time | audit |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for size, r in results:
         if "error" in r:
-            print(f"| {size} | {r['tool']} | {r['method']} | – | – | – | – | {r.get('time', 0):.1f} s | "
+            print(f"| {size} | {r['tool']} | {r['method']} | – | – | – | – | – | {r.get('time', 0):.1f} s | "
                   f"ERROR: {r['error'][:200]} |")
             continue
+        bound = f"{100 * r['bound']:.2f} %" if r.get("bound") is not None else "–"
+        stop = " (time limit)" if r.get("stopped") else ""
         print(f"| {size} | {r['tool']} | {r['method']} | {r['cells']} | {r['primaries']} | {r['secondaries']} | "
-              f"{100 * r['share']:.2f} % | {r['time']:.1f} s | {r['audit']} |")
+              f"{100 * r['share']:.2f} % | {bound} | {r['time']:.1f} s{stop} | {r['audit']} |")
     return 0
 
 

@@ -34,11 +34,40 @@ pub struct GenerateOptions {
     pub rows_per_part: u64,
     /// Average enterprise size (employees); the number of enterprises is `rows / this`.
     pub mean_enterprise_size: f64,
+    /// Shape of the code lists.
+    pub shape: Shape,
+}
+
+/// Shape of the generated code lists.
+///
+/// `Regular` keeps the original, fairly even lists (4–10 departments per region, 2–7
+/// divisions per section). `Census` reproduces what makes real census tables hard to protect
+/// (issue 11): very unequal region and department sizes, 2–12 departments per region, 1–8
+/// divisions per section with several single-division sections (trivial hierarchy levels),
+/// and a strongly skewed activity mix, so that many cells are sparse or dominated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// Even code lists (the benchmarks' historical shape).
+    #[default]
+    Regular,
+    /// Irregular, census-like code lists.
+    Census,
+}
+
+impl std::str::FromStr for Shape {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "regular" => Ok(Shape::Regular),
+            "census" => Ok(Shape::Census),
+            other => Err(format!("unknown shape `{other}` (valid: regular, census)")),
+        }
+    }
 }
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        Self { rows: 100_000, seed: 1, rows_per_part: 1_000_000, mean_enterprise_size: 12.0 }
+        Self { rows: 100_000, seed: 1, rows_per_part: 1_000_000, mean_enterprise_size: 12.0, shape: Shape::Regular }
     }
 }
 
@@ -111,19 +140,23 @@ const CONTRACTS: [&str; 3] = ["PERM", "TEMP", "APPR"];
 impl Universe {
     fn new(opts: &GenerateOptions) -> Self {
         let mut rng = Rng::for_stream(opts.seed, 0);
+        let census = opts.shape == Shape::Census;
         let mut communes = Vec::new();
         let mut cw = Vec::new();
         let mut region_range = Vec::new();
         let mut region_of = Vec::new();
         for r in 1..=13 {
             let start = communes.len();
-            let depts = 4 + rng.index(7);
+            // Census: 2–12 departments; regions and departments of very unequal size.
+            let depts = if census { 2 + rng.index(11) } else { 4 + rng.index(7) };
+            let region_weight = if census { 1.0 / (r as f64).powf(0.9) } else { 1.0 };
             for d in 1..=depts {
-                let n = 10 + rng.index(31);
+                let n = if census { 3 + rng.index(58) } else { 10 + rng.index(31) };
+                let dept_weight = if census { region_weight / (d as f64).powf(1.2) * n as f64 / 30.0 } else { 1.0 };
                 for c in 1..=n {
                     communes.push(format!("{r:02}{d:02}{c:02}"));
                     // Zipf-like: a few large communes per department.
-                    cw.push(1.0 / (c as f64).powf(1.1) * (0.5 + rng.next_f64()));
+                    cw.push(dept_weight / (c as f64).powf(1.1) * (0.5 + rng.next_f64()));
                     region_of.push(region_range.len());
                 }
             }
@@ -132,10 +165,21 @@ impl Universe {
         let mut nace = Vec::new();
         let mut nw = Vec::new();
         for (s, ch) in SECTIONS.chars().enumerate() {
-            let divisions = 2 + rng.index(6);
+            // Census: 1–8 divisions, a single division in about a quarter of the sections,
+            // and sections of very different weight.
+            let divisions = if census {
+                if rng.next_f64() < 0.25 {
+                    1
+                } else {
+                    2 + rng.index(7)
+                }
+            } else {
+                2 + rng.index(6)
+            };
+            let section_weight = if census { 0.05 + 2.0 * rng.next_f64().powi(3) } else { 1.0 };
             for d in 0..divisions {
                 nace.push(format!("{ch}{:02}", s * 4 + d + 1));
-                nw.push((0.3 + rng.next_f64()) / (1.0 + d as f64));
+                nw.push(section_weight * (0.3 + rng.next_f64()) / (1.0 + d as f64));
             }
         }
         let commune_alias = Alias::new(&cw);

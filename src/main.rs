@@ -93,6 +93,10 @@ enum Command {
         /// Rows per Parquet part (at least 1).
         #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
         rows_per_part: u64,
+        /// Shape of the code lists: `regular` (even) or `census` (irregular hierarchies with
+        /// single-division sections and very unequal region sizes).
+        #[arg(long, default_value = "regular")]
+        shape: sdcflow::generate::Shape,
     },
     /// Start a Ballista scheduler that knows sdcflow's functions.
     Scheduler {
@@ -419,8 +423,8 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Generate { out, rows, seed, rows_per_part } => {
-            let opts = sdcflow::generate::GenerateOptions { rows, seed, rows_per_part, ..Default::default() };
+        Command::Generate { out, rows, seed, rows_per_part, shape } => {
+            let opts = sdcflow::generate::GenerateOptions { rows, seed, rows_per_part, shape, ..Default::default() };
             let stage = progress.stage(&format!("generating {rows} rows"), 1);
             let parts = sdcflow::generate::generate(&out, &opts)
                 .with_context(|| format!("generating into {}", out.display()))?;

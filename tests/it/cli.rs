@@ -7,8 +7,13 @@ use crate::common::*;
 
 fn small_data(dir: &std::path::Path) -> std::path::PathBuf {
     let data = dir.join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 1500, seed: 11, rows_per_part: 1500, mean_enterprise_size: 10.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1500,
+        seed: 11,
+        rows_per_part: 1500,
+        mean_enterprise_size: 10.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     data
 }

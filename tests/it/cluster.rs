@@ -218,8 +218,13 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let data = dir.join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1200,
+        seed: 9,
+        rows_per_part: 400,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     std::fs::write(
         dir.join("prep.sql"),
@@ -326,8 +331,13 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let data = dir.join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 400, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1200,
+        seed: 9,
+        rows_per_part: 400,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     crate::s3::upload_to_census(&endpoint, &sdcflow::generate::generate(&data, &opts).unwrap());
     std::fs::write(
         dir.join("prep.sql"),

@@ -6,8 +6,13 @@ use crate::common::*;
 fn local_and_standalone_give_identical_cells() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 5000, seed: 3, rows_per_part: 1500, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 5000,
+        seed: 3,
+        rows_per_part: 1500,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     let job = format!(
         r#"

@@ -116,8 +116,13 @@ fn s3_round_trip_matches_local() {
     let endpoint = format!("http://127.0.0.1:{port}");
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 2000, seed: 5, rows_per_part: 800, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 2000,
+        seed: 5,
+        rows_per_part: 800,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     upload_to_census(&endpoint, &sdcflow::generate::generate(&data, &opts).unwrap());
     let job = |input: &str, out: &str| {
         format!(
@@ -332,8 +337,13 @@ fn publish_first(d: &Path) -> Option<(Server, u16, FaultProxy, String)> {
     let endpoint = format!("http://127.0.0.1:{}", proxy.port);
     python(&endpoint, "s3.create_bucket(Bucket='census')");
     let data = d.join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 3000, seed: 9, rows_per_part: 1000, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 3000,
+        seed: 9,
+        rows_per_part: 1000,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     std::fs::write(d.join("first.toml"), fault_job(&data, "s3://census/results/f", "NK(1,85)")).unwrap();
     std::fs::write(d.join("second.toml"), fault_job(&data, "s3://census/results/f", "NK(1,60)|FREQ(4,10)")).unwrap();
@@ -412,7 +422,13 @@ fn issue_13_s3_prefix_with_foreign_objects_is_refused() {
     let endpoint = format!("http://127.0.0.1:{port}");
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions { rows: 500, seed: 2, rows_per_part: 500, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 500,
+        seed: 2,
+        rows_per_part: 500,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     python(
         &endpoint,

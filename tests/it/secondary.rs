@@ -27,8 +27,13 @@ fn parts(code: &str, all: &[String]) -> Vec<String> {
 fn every_method_publishes_an_audited_closed_pattern() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 1200, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1200,
+        seed: 9,
+        rows_per_part: 1200,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     std::fs::write(d.path().join("prep.sql"), "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03');").unwrap();
     let mut costs = BTreeMap::new();
@@ -153,6 +158,7 @@ fn time_limit_is_a_hard_wall() {
         seed: 1,
         rows_per_part: 200_000,
         mean_enterprise_size: 8.0,
+        ..Default::default()
     };
     sdcflow::generate::generate(&data, &opts).unwrap();
     std::fs::write(
@@ -195,8 +201,13 @@ fn time_limit_is_a_hard_wall() {
 fn over_detailed_tables_are_called_unpublishable() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 1200, seed: 9, rows_per_part: 1200, mean_enterprise_size: 8.0 };
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1200,
+        seed: 9,
+        rows_per_part: 1200,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
     sdcflow::generate::generate(&data, &opts).unwrap();
     let secondary = "{ method = \"fast\", seed = 1 }";
     let detailed = salary_table("detailed", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", secondary);
