@@ -456,6 +456,92 @@ mod tests {
         }
     }
 
+    /// Issue 11 item 3: on a table without hierarchy levels HiTaS has one subtable, the whole
+    /// table, solved by the exact model: modular's cost equals the proven optimum.
+    #[test]
+    fn hitas_on_a_one_level_table_is_the_exact_optimum() {
+        let mut checked = 0;
+        for seed in 1..=6 {
+            let spec = crate::table::synth::SynthSpec {
+                dims: vec![vec![4], vec![2]],
+                density: 0.9,
+                mean_freq: 4.0,
+                min_freq: 3,
+                protection: 0.1,
+                seed,
+            };
+            let t = crate::table::synth::generate(&spec).unwrap();
+            assert_eq!(subtables(&t).unwrap().len(), 1);
+            let opt = ProtectOptions { method: Method::Optimal, singleton_rule: false, ..Default::default() };
+            let exact = match super::super::protect(&t, &opt) {
+                Ok(p) => p,
+                Err(SuppressError::Infeasible { .. }) => continue,
+                Err(e) => panic!("seed {seed}: {e}"),
+            };
+            if exact.gap.is_none_or(|g| g > 1e-9) {
+                continue;
+            }
+            let hitas = super::super::protect(&t, &ProtectOptions { method: Method::Modular, ..opt }).unwrap();
+            assert!(
+                (hitas.secondary_cost - exact.secondary_cost).abs() <= 1e-6 * exact.secondary_cost.max(1.0),
+                "seed {seed}: modular {} vs optimal {}",
+                hitas.secondary_cost,
+                exact.secondary_cost
+            );
+            checked += 1;
+        }
+        assert!(checked >= 3, "only {checked} tables with a proven optimum");
+    }
+
+    /// Issue 11 item 3: subtables are solved by the exact model. On the top subtable of
+    /// 2-level tables, the pattern equals the optimum found by brute
+    /// force over every pattern of the free cells, each checked by the independent audit.
+    #[test]
+    fn hitas_subtables_are_solved_exactly() {
+        let mut checked = 0;
+        for seed in 1..=16 {
+            let spec = crate::table::synth::SynthSpec {
+                dims: vec![vec![4, 2], vec![3]],
+                density: 0.6,
+                mean_freq: 1.2,
+                min_freq: 3,
+                protection: 0.1,
+                seed,
+            };
+            let t = crate::table::synth::generate(&spec).unwrap();
+            let o = ProtectOptions { method: Method::Modular, singleton_rule: false, ..Default::default() };
+            let p = Problem::from_table(&t, None);
+            let top = &subtables(&t).unwrap()[0];
+            let sens = propagate_trivial(&p);
+            let task = prepare(top, &p, &sens, &p.initial(), &vec![false; p.n()], &vec![0.0; p.n()], &o, 60.0);
+            let local = &task.local;
+            let Ok(exact) = solve_subtable(local, &o) else { continue };
+            let cost =
+                |x: &[bool]| -> f64 { local.cells().iter().zip(x).filter(|(_, &s)| s).map(|(c, _)| c.cost).sum() };
+            let free: Vec<usize> =
+                (0..local.cells().len()).filter(|&k| local.cells()[k].status == CellStatus::Safe).collect();
+            if exact.iter().zip(local.cells()).all(|(&x, c)| !x || c.status != CellStatus::Safe) || free.len() > 14 {
+                continue; // no secondary needed, or too many patterns to enumerate
+            }
+            let mut best = f64::INFINITY;
+            for mask in 0u32..(1 << free.len()) {
+                let mut st = local.statuses();
+                for (b, &k) in free.iter().enumerate() {
+                    if mask >> b & 1 == 1 {
+                        st[k] = CellStatus::Secondary;
+                    }
+                }
+                let x: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+                if cost(&x) < best && super::super::audit(local, &st, false, &Default::default()).unwrap().is_clean() {
+                    best = cost(&x);
+                }
+            }
+            assert!((cost(&exact) - best).abs() <= 1e-6 * best.max(1.0), "seed {seed}: {} vs {best}", cost(&exact));
+            checked += 1;
+        }
+        assert!(checked >= 3, "only {checked} top subtables needed secondaries");
+    }
+
     #[test]
     fn modular_with_trivial_levels_ends_clean() {
         let t = table();
