@@ -270,11 +270,8 @@ fn solve_once(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<L
     let objective = lp.objective_of(&columns);
     let (row_duals, column_duals) =
         if mip { (Vec::new(), Vec::new()) } else { (sol.dual_rows().to_vec(), sol.dual_columns().to_vec()) };
-    let dual_bound = if mip {
-        solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY)
-    } else {
-        objective
-    };
+    let dual_bound =
+        if mip { solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY) } else { objective };
     Ok(LpSolution {
         dual_bound,
         status,
