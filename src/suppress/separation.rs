@@ -259,10 +259,10 @@ pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Resul
                     // it reaches.
                     for (c, v) in z {
                         if let Some(&k2) = p.sens_of.get(&c) {
-                            for d2 in 0..2 {
+                            for (d2, flag) in done[k2 as usize].iter_mut().enumerate() {
                                 let q2 = need(p, k2 as usize, d2);
                                 if sign(d2) * v >= q2 - tolerance(q2) {
-                                    done[k2 as usize][d2] = true;
+                                    *flag = true;
                                 }
                             }
                         }
