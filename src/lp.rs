@@ -118,6 +118,9 @@ pub struct SolveOptions {
     /// Branch-and-bound nodes after which a MIP stops with its incumbent (`None`: no limit). A
     /// deterministic budget, unlike the time limit; reported as [`LpStatus::TimeLimit`].
     pub mip_max_nodes: Option<usize>,
+    /// A feasible MIP solution to start from (one value per column; ignored for LPs): HiGHS
+    /// keeps it as its first incumbent, so a node budget never ends worse than it.
+    pub start: Option<Vec<f64>>,
 }
 
 /// How a solve ended when it produced a usable answer.
@@ -145,6 +148,8 @@ pub struct LpSolution {
     pub column_duals: Vec<f64>,
     /// Relative MIP gap reported by HiGHS (0 for LPs).
     pub mip_gap: f64,
+    /// Proven bound on the optimum: HiGHS's MIP dual bound (the objective for LPs).
+    pub dual_bound: f64,
 }
 
 /// Why a solve produced no usable answer.
@@ -223,6 +228,11 @@ fn solve_once(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<L
             .try_set_option("mip_max_nodes", n)
             .map_err(|e| LpError::Solver { what: format!("setting mip_max_nodes: {e:?}") })?;
     }
+    if let (true, Some(x)) = (mip, &opts.start) {
+        model
+            .try_set_solution(Some(x), None, None, None)
+            .map_err(|e| LpError::Solver { what: format!("setting the start solution: {e:?}") })?;
+    }
     let set_str = |m: &mut highs::Model, name: &str, v: &str| {
         m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
     };
@@ -260,7 +270,10 @@ fn solve_once(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<L
     let objective = lp.objective_of(&columns);
     let (row_duals, column_duals) =
         if mip { (Vec::new(), Vec::new()) } else { (sol.dual_rows().to_vec(), sol.dual_columns().to_vec()) };
+    let dual_bound =
+        if mip { solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY) } else { objective };
     Ok(LpSolution {
+        dual_bound,
         status,
         objective,
         columns,

@@ -125,22 +125,23 @@ impl CompLp {
         Self { cells, rows, col_of, lp }
     }
 
-    /// The attacker LP of the whole problem for a *fractional* pattern `x` (bounds
-    /// `−LB·x ≤ z ≤ UB·x`): the separation LP of the master's LP relaxation (small tables).
-    pub fn fractional(p: &Problem, x: &[f64]) -> Self {
-        let cells: Vec<u32> = (0..p.n() as u32).collect();
-        let col_of: FastMap<u32, usize> = cells.iter().map(|&c| (c, c as usize)).collect();
+    /// The attacker LP for a *fractional* pattern `x` (bounds `−LB·x ≤ z ≤ UB·x`, the
+    /// separation LP of the master's LP relaxation) restricted to `cells` (the others fixed at
+    /// `z = 0`) and the relations `rows`: on a connected component of the support of `x` it is
+    /// the whole separation LP of its targets; on a smaller set ("ball") a restriction of it.
+    pub fn fractional_on(p: &Problem, x: &[f64], cells: Vec<u32>, rows: Vec<u32>) -> Self {
+        let col_of: FastMap<u32, usize> = cells.iter().enumerate().map(|(k, &c)| (c, k)).collect();
         let mut lp = LinearProgram::new(Direction::Maximise);
-        for (i, &xi) in x.iter().enumerate() {
+        for &c in &cells {
+            let (i, xi) = (c as usize, x[c as usize]);
             if xi <= 1e-12 {
                 lp.add_column(0.0, 0.0, 0.0);
             } else {
                 lp.add_column(0.0, -p.lo_gap[i] * xi, p.up_gap[i] * xi);
             }
         }
-        let rows: Vec<u32> = (0..p.rel.len() as u32).collect();
         for &r in &rows {
-            let coefs = p.rel.terms(r as usize).map(|(m, a)| (m as usize, a)).collect();
+            let coefs = p.rel.terms(r as usize).filter_map(|(m, a)| col_of.get(&m).map(|&k| (k, a))).collect();
             lp.add_row(0.0, 0.0, coefs);
         }
         Self { cells, rows, col_of, lp }

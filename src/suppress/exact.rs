@@ -1,27 +1,34 @@
 //! The `Optimal` method: exact minimum-cost pattern by a MIP over binary suppression variables
 //! with capacity cuts separated from attacker-LP duals (Benders; paper's appendix, Fischetti &
-//! Salazar 2000), for small tables.
+//! Salazar 2000), for tables of any size that a time limit allows.
 //!
-//! Loop: solve the master MIP → audit its pattern → add the violated capacity cut of every
-//! under-protected (cell, direction) → repeat until the pattern is clean (then it is optimal:
-//! the master is a relaxation) or the time limit stops it. The master starts with valid
-//! inequalities: a sensitive cell with a positive level needs another suppression in each of its
-//! relations; without the singleton rule, a secondary never stands alone in a relation (it
-//! would be known and could be dropped); and the singleton rule as linear rows. A feasible
-//! fallback from the fast method is kept, so a stop by time returns the best clean pattern and
-//! the gap to the last master lower bound. Budgets are work units ([`super::budget`]):
-//! cutting-plane rounds, `master_solves` MIP solves of at most `mip_nodes` branch-and-bound
-//! nodes each; the time limit is only a hard stop.
+//! Phases. (1) The fast method's pattern: the incumbent, and a start for every master MIP.
+//! (2) Cutting planes on the master's LP relaxation: violated capacity cuts are separated
+//! component by component of the fractional support, in parallel ([`super::separation`]),
+//! until none is violated or the bound tails off; this LP bound is a valid lower bound.
+//! (3) Branch and cut by re-solves: the master MIP (HiGHS, from the incumbent) → audit its
+//! pattern → add the violated capacity cut of every under-protected (cell, direction) → repeat
+//! until the pattern is clean (then it is optimal: the master is a relaxation), the budgets run
+//! out or the time limit stops it; the best clean pattern is returned with the largest proven
+//! bound (LP bound or MIP dual bound), hence its gap.
+//!
+//! The master starts with valid inequalities: the single-relation capacity rows of every
+//! sensitive cell (each relation through it must absorb its move, [`super::separation`]); a
+//! sensitive cell with a positive level needs another suppression in each of its relations;
+//! without the singleton rule, a secondary never stands alone in a relation (it would be known
+//! and could be dropped: valid for some optimal pattern, so the bound stays valid); and the
+//! singleton rule as linear rows. Budgets are work units ([`super::budget`]): cutting-plane
+//! rounds, `master_solves` MIP solves of at most `mip_nodes` branch-and-bound nodes each; the
+//! time limit is only a hard stop. Cuts are added in a fixed order, so the pattern does not
+//! depend on the thread count.
 
 use crate::lp::{self, Direction, LinearProgram, LpStatus, SolveOptions};
 
-use rayon::prelude::*;
-
-use super::attacker::{CompLp, Cut};
+use super::attacker::Cut;
 use super::audit::Auditor;
 use super::budget::Deadline;
 use super::problem::{Fix, Problem};
-use super::{fast, ProtectOptions, SuppressError};
+use super::{fast, separation, ProtectOptions, SuppressError};
 
 /// The master problem's static rows (valid inequalities).
 pub(crate) fn master(p: &Problem, singleton_rule: bool, integer: bool) -> LinearProgram {
@@ -63,64 +70,80 @@ pub(crate) fn master(p: &Problem, singleton_rule: bool, integer: bool) -> Linear
             }
         }
     }
+    for c in separation::relation_cuts(p) {
+        add_cut(&mut lp, &c);
+    }
     lp
 }
 
-/// Adds a capacity cut as a master row.
+/// Adds a capacity cut as a master row, scaled to right-hand side 1 (cell values of 10^10
+/// and more would otherwise give HiGHS rows of very different magnitudes).
 pub(crate) fn add_cut(lp: &mut LinearProgram, cut: &Cut) {
-    let coefs = cut.coefs.iter().map(|&(c, v)| (c as usize, v)).collect();
-    lp.add_row(cut.rhs, f64::INFINITY, coefs);
+    if cut.rhs <= 0.0 {
+        return;
+    }
+    let coefs = cut.coefs.iter().map(|&(c, v)| (c as usize, (v / cut.rhs).min(1.0))).collect();
+    lp.add_row(1.0, f64::INFINITY, coefs);
 }
 
-/// Capacity cuts violated by a fractional pattern `x` (one per sensitive cell and direction).
-pub(crate) fn separate(p: &Problem, x: &[f64]) -> Result<Vec<Cut>, SuppressError> {
-    let lp = CompLp::fractional(p, x);
-    let jobs: Vec<(usize, usize)> = (0..p.sens.len())
-        .flat_map(|k| [(k, 0), (k, 1)])
-        .filter(|&(k, d)| {
-            let s = &p.sens[k];
-            (if d == 0 { s.lpl } else { s.upl }) > 0.0
-        })
-        .collect();
-    let w = |c: u32| x[c as usize];
-    let cuts: Vec<Option<Cut>> = jobs
-        .par_iter()
-        .map(|&(k, d)| {
-            let s = &p.sens[k];
-            let need = if d == 0 { s.lpl } else { s.upl };
-            let dir = if d == 0 { -1.0 } else { 1.0 };
-            let (_, cut) = lp.single(p, &w, s.cell, dir, need, need)?;
-            Ok(cut.map(|c| c.capped(need)))
-        })
-        .collect::<Result<_, SuppressError>>()?;
-    Ok(cuts
-        .into_iter()
-        .flatten()
-        .filter(|c| c.coefs.iter().map(|&(j, v)| v * x[j as usize]).sum::<f64>() < c.rhs * (1.0 - 1e-6))
-        .collect())
+/// Capacity cuts violated by a fractional pattern `x` ([`separation::separate`]).
+pub(crate) fn separate(p: &Problem, x: &[f64], deadline: &Deadline) -> Result<Vec<Cut>, SuppressError> {
+    separation::separate(p, x, &|| deadline.reached())
 }
+
+/// Cutting-plane rounds without a relative improvement of the LP bound above
+/// [`TAILING_OFF`] after which [`strengthen`] stops (tau-Argus's CSP "tailing off").
+const TAILING_ROUNDS: usize = 5;
+const TAILING_OFF: f64 = 1e-4;
 
 /// Cutting-plane loop on the master's LP relaxation: adds violated fractional capacity cuts
-/// until none is found, `rounds` is reached or the hard stop passes. Returns the last LP point.
+/// until none is found, `rounds` is reached, the bound tails off or the hard stop passes.
+/// Returns the last LP point.
 pub(crate) fn strengthen(
     p: &Problem,
     lp: &mut LinearProgram,
     rounds: usize,
     deadline: &Deadline,
 ) -> Result<Vec<f64>, SuppressError> {
+    Ok(strengthen_bound(p, lp, rounds, deadline)?.0)
+}
+
+/// [`strengthen`], also returning a valid lower bound on the master's optimum: the objective of
+/// the last LP relaxation solved to optimality (`−inf` when none was).
+fn strengthen_bound(
+    p: &Problem,
+    lp: &mut LinearProgram,
+    rounds: usize,
+    deadline: &Deadline,
+) -> Result<(Vec<f64>, f64), SuppressError> {
     let mut relaxed = lp.clone();
     for c in &mut relaxed.columns {
         c.integer = false;
     }
     let mut x = vec![0.0; p.n()];
-    for _ in 0..rounds {
+    let mut bound = f64::NEG_INFINITY;
+    let mut history: Vec<f64> = Vec::new();
+    for round in 1..=rounds {
         if deadline.reached() {
             break;
         }
-        let s = lp::solve(&relaxed, &SolveOptions::default())
+        let o = SolveOptions { time_limit_s: Some(deadline.left_s()), ..Default::default() };
+        let s = lp::solve(&relaxed, &o)
             .map_err(|source| SuppressError::Lp { context: "master LP relaxation".into(), source })?;
+        if s.status != LpStatus::Optimal {
+            let _ = deadline.reached();
+            break;
+        }
         x = s.columns;
-        let cuts = separate(p, &x)?;
+        bound = bound.max(s.objective);
+        history.push(s.objective);
+        let cuts = separate(p, &x, deadline)?;
+        super::fast::trace(format_args!(
+            "optimal: LP round {round}: bound {:.4} %, {} cuts, {} rows",
+            p.cost_percent(s.objective),
+            cuts.len(),
+            relaxed.rows.len()
+        ));
         if cuts.is_empty() {
             break;
         }
@@ -128,71 +151,86 @@ pub(crate) fn strengthen(
             add_cut(lp, c);
             add_cut(&mut relaxed, c);
         }
+        if history.len() > TAILING_ROUNDS {
+            let old = history[history.len() - 1 - TAILING_ROUNDS];
+            if s.objective - old <= TAILING_OFF * s.objective.abs().max(1.0) {
+                break;
+            }
+        }
     }
-    Ok(x)
+    Ok((x, bound))
 }
 
+/// Tables up to this size start from the fast pattern after its cleanup; larger ones from the
+/// pattern before it.
+const FAST_CLEANUP_CELLS: usize = 2000;
+
 /// Runs the method; returns the pattern and a lower bound on the secondary cost.
+///
+/// Any table size is accepted: the LP phase works component by component
+/// ([`separation`]), and the time limit ends the search with the best audited pattern (the
+/// fast method's at worst) and the gap to the bound proven so far.
 pub(crate) fn run(
     p: &Problem,
     opts: &ProtectOptions,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<f64>), SuppressError> {
-    if p.n() > opts.optimal_max_cells {
-        return Err(SuppressError::Input(format!(
-            "Optimal is limited to {} cells; this table has {} (use Modular, Tabu or Fast)",
-            opts.optimal_max_cells,
-            p.n()
-        )));
-    }
-    let mut best = fast::run(p, opts, deadline)?;
+    let t0 = std::time::Instant::now();
+    // The fast pattern without its cleanup (which tries every secondary with audits: minutes on
+    // tables of 10^4 cells); the master MIPs improve on it.
+    let mut best = fast::run(p, &ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() }, deadline)?;
     let mut best_cost = p.cost_of(&best);
+    super::fast::trace(format_args!(
+        "optimal: fast start {:.1}s, cost {:.4} %",
+        t0.elapsed().as_secs_f64(),
+        p.cost_percent(best_cost)
+    ));
     let fixed_cost: f64 = (0..p.n()).filter(|&i| p.sens_of.contains_key(&(i as u32))).map(|i| p.cost[i]).sum();
+    let infeasible = |why: &str| SuppressError::Infeasible {
+        cell: p.sens.first().map_or(0, |s| s.cell as usize),
+        coord: Vec::new(),
+        why: why.into(),
+    };
     let mut lp = master(p, opts.singleton_rule, true);
-    match strengthen(p, &mut lp, 50, deadline) {
-        Ok(_) => {}
+    let mut lower = match strengthen_bound(p, &mut lp, opts.optimal_lp_rounds, deadline) {
+        Ok((_, b)) => b,
         Err(SuppressError::Lp { source: lp::LpError::Infeasible, .. }) => {
-            return Err(SuppressError::Infeasible {
-                cell: p.sens.first().map_or(0, |s| s.cell as usize),
-                coord: Vec::new(),
-                why: "the master LP relaxation has no feasible pattern".into(),
-            })
+            return Err(infeasible("the master LP relaxation has no feasible pattern"))
         }
         Err(e) => return Err(e),
-    }
-    let mut lower = f64::NEG_INFINITY;
+    };
+    super::fast::trace(format_args!(
+        "optimal: LP phase {:.1}s, bound {:.4} %, {} rows",
+        t0.elapsed().as_secs_f64(),
+        p.cost_percent(lower),
+        lp.rows.len()
+    ));
+    let close = |best_cost: f64, lower: f64| best_cost <= lower + 1e-9 * best_cost.max(1.0);
     for round in 1..=opts.master_solves {
-        if deadline.reached() {
+        if close(best_cost, lower) || deadline.reached() {
             break;
         }
-        if round > 1 {
-            crate::progress::solver_progress("optimal: branch and cut", || {
-                let bound = if lower.is_finite() {
-                    format!("{:.3} %", p.cost_percent((lower - fixed_cost).max(0.0)))
-                } else {
-                    "none yet".into()
-                };
-                format!(
-                    "master MIP {round} of {}, best {:.3} %, lower bound {bound} of the table's cost",
-                    opts.master_solves,
-                    p.cost_percent(best_cost - fixed_cost)
-                )
-            });
-        }
+        crate::progress::solver_progress("optimal: branch and cut", || {
+            let bound = if lower.is_finite() {
+                format!("{:.3} %", p.cost_percent((lower - fixed_cost).max(0.0)))
+            } else {
+                "none yet".into()
+            };
+            format!(
+                "master MIP {round} of {}, best {:.3} %, lower bound {bound} of the table's cost",
+                opts.master_solves,
+                p.cost_percent(best_cost - fixed_cost)
+            )
+        });
         let o = SolveOptions {
             time_limit_s: Some(deadline.left_s()),
             mip_rel_gap: Some(1e-6),
             mip_max_nodes: Some(opts.mip_nodes),
+            start: Some(best.iter().map(|&b| f64::from(u8::from(b))).collect()),
         };
         let s = match lp::solve(&lp, &o) {
             Ok(s) => s,
-            Err(lp::LpError::Infeasible) => {
-                return Err(SuppressError::Infeasible {
-                    cell: p.sens.first().map_or(0, |s| s.cell as usize),
-                    coord: Vec::new(),
-                    why: "the master problem has no feasible pattern".into(),
-                })
-            }
+            Err(lp::LpError::Infeasible) => return Err(infeasible("the master problem has no feasible pattern")),
             Err(lp::LpError::TimeLimitNoSolution) => {
                 // The node budget or the hard stop, before an incumbent: keep the fallback.
                 let _ = deadline.reached();
@@ -200,11 +238,34 @@ pub(crate) fn run(
             }
             Err(source) => return Err(SuppressError::Lp { context: "master MIP".into(), source }),
         };
-        let bound = s.objective - s.mip_gap * s.objective.abs();
-        lower = lower.max(bound);
+        if s.dual_bound.is_finite() {
+            lower = lower.max(s.dual_bound.min(s.objective));
+        }
         let x: Vec<bool> = s.columns.iter().map(|v| *v > 0.5).collect();
         let mut aud = Auditor::new(p, x.clone());
         let fails = aud.check()?;
+        super::fast::trace(format_args!(
+            "optimal: MIP {round} {:.1}s: {:?} {:.4} % (bound {:.4} %), {} failures",
+            t0.elapsed().as_secs_f64(),
+            s.status,
+            p.cost_percent(s.objective),
+            p.cost_percent(lower),
+            fails.len()
+        ));
+        if !fails.is_empty() {
+            // Repair the master's pattern into a clean one (the fast method's relation closure
+            // and audit-driven repair; the hypercube cover would redo every cell's cube): an incumbent close to the bound long before the master's
+            // pattern is clean.
+            if let Ok(mut w) = fast::complete(p, x.clone(), opts.singleton_rule, super::Construction::Closure, deadline)
+            {
+                let c = p.cost_of(w.sup());
+                if c < best_cost - 1e-9 && w.aud.check()?.is_empty() {
+                    best = w.sup().to_vec();
+                    best_cost = c;
+                    super::fast::trace(format_args!("optimal: repaired pattern {:.4} %", p.cost_percent(c)));
+                }
+            }
+        }
         if fails.is_empty() {
             let c = p.cost_of(&x);
             if c < best_cost - 1e-9 {
@@ -212,24 +273,153 @@ pub(crate) fn run(
                 best_cost = c;
             }
             if s.status == LpStatus::Optimal {
-                lower = lower.max(s.objective);
-                break;
+                lower = lower.max(s.objective.min(best_cost));
             }
-        }
-        if s.status != LpStatus::Optimal {
-            // Stopped by the node budget (deterministic) or by the hard stop (recorded).
-            let _ = deadline.reached();
+            // Proven, or stopped by the node budget with nothing new to cut off.
             break;
         }
-        for f in &fails {
-            if let Some(cut) = &f.cut {
-                add_cut(&mut lp, cut);
-            }
-        }
-        if best_cost <= lower + 1e-9 * best_cost.max(1.0) {
+        if s.status != LpStatus::Optimal && deadline.reached() {
             break;
+        }
+        let mut cuts: Vec<Cut> = fails.into_iter().filter_map(|f| f.cut).collect();
+        cuts.sort_by(|a, b| a.coefs.partial_cmp(&b.coefs).unwrap_or(std::cmp::Ordering::Equal));
+        for cut in &cuts {
+            add_cut(&mut lp, cut);
         }
     }
     let lb = lower.is_finite().then(|| (lower - fixed_cost).max(0.0));
     Ok((best, lb))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::suppress::{audit, protect, AuditOptions, Method, ProtectOptions, SuppressError};
+    use crate::table::synth::{generate, SynthSpec};
+    use crate::table::{CellStatus, Table};
+
+    fn spec(dims: Vec<Vec<usize>>, density: f64, seed: u64) -> SynthSpec {
+        SynthSpec { dims, density, mean_freq: 4.0, min_freq: 3, protection: 0.15, seed }
+    }
+
+    /// Independent audit: attacker LPs only, exact intervals.
+    fn clean(t: &Table, st: &[CellStatus], singleton: bool) -> bool {
+        let o = AuditOptions { exact_intervals: true, lp_only: true };
+        audit(t, st, singleton, &o).unwrap().is_clean()
+    }
+
+    /// Minimum secondary cost by brute force: every pattern over the free cells, cheapest
+    /// first, until one passes the independent audit (`None`: no pattern protects the table).
+    fn brute_force(t: &Table, singleton: bool) -> Option<f64> {
+        let free: Vec<usize> = (0..t.cells().len()).filter(|&i| t.cells()[i].status == CellStatus::Safe).collect();
+        assert!(free.len() <= 14, "{} free cells: too many to enumerate", free.len());
+        let cost =
+            |m: u32| -> f64 { (0..free.len()).filter(|b| m >> b & 1 == 1).map(|b| t.cells()[free[b]].cost).sum() };
+        let mut masks: Vec<u32> = (0..1u32 << free.len()).collect();
+        masks.sort_by(|&a, &b| cost(a).total_cmp(&cost(b)).then(a.cmp(&b)));
+        masks.into_iter().find_map(|m| {
+            let mut st: Vec<CellStatus> = t.cells().iter().map(|c| c.status).collect();
+            for (b, &i) in free.iter().enumerate() {
+                if m >> b & 1 == 1 {
+                    st[i] = CellStatus::Secondary;
+                }
+            }
+            clean(t, &st, singleton).then(|| cost(m))
+        })
+    }
+
+    /// The exact model reproduces brute-forced optima on tiny tables with a single-child
+    /// hierarchy level (`[2, 1]`: each group has one child, equal to it), a trivial top level
+    /// (`[1, 3]`) and a 2-category variable (`[2]`), with and without the singleton rule.
+    #[test]
+    fn reproduces_brute_forced_optima_with_single_child_levels_and_two_categories() {
+        let mut checked = 0;
+        for (k, dims) in
+            [vec![vec![2, 1], vec![2]], vec![vec![1, 3], vec![2]], vec![vec![2], vec![2, 1]], vec![vec![3], vec![2]]]
+                .into_iter()
+                .enumerate()
+        {
+            for seed in 0..6 {
+                let t = generate(&spec(dims.clone(), 1.0, 100 * k as u64 + seed)).unwrap();
+                let free = t.cells().iter().filter(|c| c.status == CellStatus::Safe).count();
+                if t.cells().iter().all(|c| c.status != CellStatus::Primary) || free > 14 {
+                    continue;
+                }
+                for singleton in [false, true] {
+                    let o = ProtectOptions { method: Method::Optimal, singleton_rule: singleton, ..Default::default() };
+                    let want = brute_force(&t, singleton);
+                    match (protect(&t, &o), want) {
+                        (Ok(p), Some(w)) => {
+                            assert!(clean(&t, &p.statuses, singleton), "{dims:?} seed {seed}");
+                            assert!(
+                                (p.secondary_cost - w).abs() <= 1e-6 * w.max(1.0),
+                                "{dims:?} seed {seed} singleton {singleton}: optimal {} vs brute force {w}",
+                                p.secondary_cost
+                            );
+                            assert_eq!(p.gap, Some(0.0), "{dims:?} seed {seed}: proven");
+                            checked += 1;
+                        }
+                        (Err(SuppressError::Infeasible { .. }), None) => {}
+                        (got, want) => panic!("{dims:?} seed {seed}: {got:?} vs brute force {want:?}"),
+                    }
+                }
+            }
+        }
+        assert!(checked >= 12, "only {checked} cases checked");
+    }
+
+    /// The exact method's lower bound never exceeds the cost of a pattern any method finds.
+    #[test]
+    fn lower_bound_never_exceeds_any_method_cost() {
+        for seed in 0..4 {
+            let t = generate(&spec(vec![vec![2, 2], vec![3], vec![2]], 0.7, seed)).unwrap();
+            let o = ProtectOptions { method: Method::Optimal, seed, tabu_iterations: 20, ..Default::default() };
+            let opt = protect(&t, &o).unwrap();
+            let lb = opt.lower_bound.unwrap();
+            for m in [Method::Optimal, Method::Fast, Method::Tabu, Method::Modular] {
+                let p = protect(&t, &ProtectOptions { method: m, ..o.clone() }).unwrap();
+                assert!(
+                    lb <= p.secondary_cost + 1e-9 * p.secondary_cost.max(1.0),
+                    "seed {seed} {m:?}: {lb} > {}",
+                    p.secondary_cost
+                );
+            }
+        }
+    }
+
+    /// Tables above the former 2,000-cell refusal are accepted: a small budget ends the
+    /// search with an audited pattern and a reported gap.
+    #[test]
+    fn large_table_is_accepted_and_ends_audited_with_a_gap() {
+        let t = generate(&spec(vec![vec![3, 4], vec![2, 5], vec![3, 3]], 0.6, 5)).unwrap();
+        assert!(t.cells().len() > 2000, "{} cells", t.cells().len());
+        let o = ProtectOptions {
+            method: Method::Optimal,
+            singleton_rule: false,
+            time_limit_s: 600.0,
+            optimal_lp_rounds: 3,
+            master_solves: 2,
+            mip_nodes: 20,
+            ..Default::default()
+        };
+        let p = protect(&t, &o).unwrap();
+        assert!(audit(&t, &p.statuses, false, &AuditOptions::default()).unwrap().is_clean());
+        let (lb, gap) = (p.lower_bound.unwrap(), p.gap.unwrap());
+        assert!(lb > 0.0 && lb <= p.secondary_cost * (1.0 + 1e-9), "{lb} vs {}", p.secondary_cost);
+        assert!((0.0..1.0).contains(&gap), "{gap}");
+    }
+
+    /// Same input and seed, same pattern, with 1 and 2 threads.
+    #[test]
+    fn pattern_does_not_depend_on_the_thread_count() {
+        let t = generate(&spec(vec![vec![2, 2], vec![3], vec![2]], 0.8, 9)).unwrap();
+        let o = ProtectOptions { method: Method::Optimal, mip_nodes: 200, ..Default::default() };
+        let run = |n: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+                .install(|| protect(&t, &o).unwrap().statuses)
+        };
+        assert_eq!(run(1), run(2));
+    }
 }

@@ -26,6 +26,7 @@ pub mod fast;
 pub mod linked;
 pub mod modular;
 pub(crate) mod problem;
+pub(crate) mod separation;
 pub mod singleton;
 pub mod tabu;
 pub mod task;
@@ -50,7 +51,8 @@ use problem::Problem;
 /// Secondary suppression method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Method {
-    /// Exact minimum-cost pattern (MIP + capacity cuts); small tables.
+    /// Exact minimum-cost pattern (MIP + capacity cuts), or the best pattern found with its
+    /// gap when the budgets or the time limit end the search first.
     Optimal,
     /// Tabu search (paper's Algorithm 1–3, with candidate lists and incremental audits).
     Tabu,
@@ -99,12 +101,18 @@ pub struct ProtectOptions {
     /// `Optimal`: master MIP solves (each adds the capacity cuts its pattern violates).
     #[serde(default = "default_master_solves")]
     pub master_solves: usize,
+    /// `Optimal`: cutting-plane rounds on the master's LP relaxation before the first MIP
+    /// (each separates capacity cuts at the LP point; the loop also stops when the bound tails
+    /// off).
+    #[serde(default = "default_optimal_lp_rounds")]
+    pub optimal_lp_rounds: usize,
     /// `Optimal`: branch-and-bound nodes per master MIP solve.
     #[serde(default = "default_mip_nodes")]
     pub mip_nodes: usize,
     /// Method used inside each modular subtable (`Fast` or `Optimal`).
     pub modular_inner: Method,
-    /// `Optimal` refuses tables with more cells than this (use another method).
+    /// Tables with at most this many cells get `Tabu`'s LP construction and `Modular`'s exact
+    /// inner solve (when `modular_inner` is `Optimal`). `Optimal` itself accepts any size.
     pub optimal_max_cells: usize,
     /// First-pattern construction of `Fast` (see [`Construction`]).
     #[serde(default)]
@@ -130,6 +138,7 @@ impl Default for ProtectOptions {
             cleanup_trials: None,
             master_solves: default_master_solves(),
             mip_nodes: default_mip_nodes(),
+            optimal_lp_rounds: default_optimal_lp_rounds(),
             modular_inner: Method::Optimal,
             optimal_max_cells: 2000,
             construction: Construction::Auto,
@@ -139,6 +148,10 @@ impl Default for ProtectOptions {
 
 fn default_master_solves() -> usize {
     500
+}
+
+fn default_optimal_lp_rounds() -> usize {
+    100
 }
 
 fn default_mip_nodes() -> usize {
