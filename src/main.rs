@@ -640,7 +640,7 @@ async fn bench_tabulate(
         let hierarchies: std::collections::HashMap<_, _> = job.hierarchies.clone().into_iter().collect();
         let (mut cells, mut primaries) = (0, 0);
         sdcflow::tabulate::tabulate_streaming(&ctx, &query, &hierarchies, progress, &mut |chunk| {
-            let a = sdcflow::run::assess(t, chunk);
+            let a = sdcflow::rules::assess(&t.safety, chunk);
             cells += a.status.len();
             primaries += a.status.iter().filter(|s| s.letter() == "U").count();
             Ok(())

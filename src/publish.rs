@@ -26,7 +26,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
 use crate::hierarchy::Hierarchy;
-use crate::run::AssessedTable;
+use crate::rules::AssessedTable;
 
 /// Report figures accumulated over the chunks of a table.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -18,41 +18,8 @@ use crate::output::Staging;
 use crate::progress::Progress;
 use crate::publish::{TableWriter, Tally};
 use crate::report::{Report, TableReport};
-use crate::rules::CellFacts;
-use crate::table::CellStatus;
-use crate::tabulate::{self, Cells, TableQuery};
-
-/// A tabulated table with its primary statuses and protection levels.
-#[derive(Debug, Clone)]
-pub struct AssessedTable {
-    /// The cells.
-    pub cells: Cells,
-    /// Status per cell.
-    pub status: Vec<CellStatus>,
-    /// Lower protection level per cell.
-    pub lpl: Vec<f64>,
-    /// Upper protection level per cell.
-    pub upl: Vec<f64>,
-}
-
-/// Applies the table's safety rules to every cell.
-pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
-    let mut status = Vec::with_capacity(cells.len());
-    let mut lpl = Vec::with_capacity(cells.len());
-    let mut upl = Vec::with_capacity(cells.len());
-    for i in 0..cells.len() {
-        let a = t.safety.assess(&CellFacts {
-            freq: cells.freq[i],
-            value: cells.value[i],
-            top: cells.tops(i),
-            manual: false,
-        });
-        status.push(a.status);
-        lpl.push(a.lpl);
-        upl.push(a.upl);
-    }
-    AssessedTable { cells, status, lpl, upl }
-}
+use crate::rules::{assess, AssessedTable};
+use crate::tabulate::{self, TableQuery};
 
 /// The tabulation request of a table job reading `source`.
 pub fn table_query(t: &TableJob, source: String) -> TableQuery {
@@ -160,7 +127,7 @@ async fn run_job_with(
             let mut publish_s = 0.0;
             let empty = tabulate::tabulate_streaming(&ctx, &query, &hierarchies, progress, &mut |chunk| {
                 let start = Instant::now();
-                let a = assess(t, chunk);
+                let a = assess(&t.safety, chunk);
                 if writer.is_none() {
                     writer = Some(TableWriter::create(
                         staging.dir(),
@@ -189,7 +156,7 @@ async fn run_job_with(
         }
         timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
         let start = Instant::now();
-        let mut assessed = assess(t, cells);
+        let mut assessed = assess(&t.safety, cells);
         let apriori = match &t.apriori {
             Some(path) => {
                 let dims = crate::secondary::dimensions(&assessed.cells);

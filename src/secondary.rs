@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::rules::{CellFacts, Rule, Safety};
-use crate::run::AssessedTable;
+use crate::rules::AssessedTable;
 use crate::suppress::{self, Method, ProtectOptions, Protection, SuppressError};
 use crate::table::{apriori, AprioriAction, AprioriEntry, Cell, CellStatus, Dimension, Table, TableError};
 

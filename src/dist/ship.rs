@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::job::EngineMode;
 use crate::masking::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
-use crate::run::AssessedTable;
+use crate::rules::AssessedTable;
 use crate::suppress::{
     Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError, TableOutcome, TableTask,
 };
