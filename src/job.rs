@@ -14,6 +14,7 @@ use serde::Deserialize;
 use crate::error::{nearest, Error, Result};
 use crate::hierarchy::HierarchySpec;
 use crate::rules::Safety;
+use crate::suppress::Method;
 
 /// The job file as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -154,8 +155,8 @@ pub const NOMINAL_METHODS: &[&str] = &["two-step", "cluster-mode", "random-membe
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecondarySpec {
-    /// Method name; see [`SECONDARY_METHODS`] (default `auto`: the best method for the table's
-    /// size, see `crate::secondary::auto_method`; `none` must be asked for by name).
+    /// Method name; see [`SecondaryMethod::NAMES`] (default `auto`: the best method for the
+    /// table's size; `none` must be asked for by name).
     #[serde(default = "auto")]
     pub method: String,
     /// Seed for randomised methods (default 1).
@@ -172,7 +173,7 @@ pub struct SecondarySpec {
 }
 
 fn auto() -> String {
-    crate::secondary::AUTO.to_string()
+    SecondaryMethod::Auto.name().to_string()
 }
 
 impl Default for SecondarySpec {
@@ -204,8 +205,65 @@ pub struct EngineSpec {
     pub memory_limit_mb: Option<usize>,
 }
 
-/// Secondary suppression methods known to this build.
-pub const SECONDARY_METHODS: &[&str] = crate::secondary::METHODS;
+/// The secondary suppression of a table: `auto`, a solver method, or `none` (primaries only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecondaryMethod {
+    /// `auto` (the default): the best solver method for the table's size, chosen when the
+    /// table is protected (its size is known only then).
+    Auto,
+    /// `none`: primaries are suppressed but the table is NOT protected against recalculation
+    /// from its totals.
+    PrimariesOnly,
+    /// One solver method.
+    Solver(Method),
+}
+
+impl SecondaryMethod {
+    /// Every method of the job files with its name: the one list that parsing, names and
+    /// messages read.
+    pub const NAMES: [(&'static str, SecondaryMethod); 6] = [
+        ("auto", SecondaryMethod::Auto),
+        ("none", SecondaryMethod::PrimariesOnly),
+        ("optimal", SecondaryMethod::Solver(Method::Optimal)),
+        ("tabu", SecondaryMethod::Solver(Method::Tabu)),
+        ("fast", SecondaryMethod::Solver(Method::Fast)),
+        ("modular", SecondaryMethod::Solver(Method::Modular)),
+    ];
+
+    /// The method named `name` in a job file.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    }
+
+    /// The job-file name of the method.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, m)| *m == self).map(|(n, _)| *n).expect("every method has a name")
+    }
+
+    /// The job-file name of a solver method.
+    pub fn solver_name(m: Method) -> &'static str {
+        Self::Solver(m).name()
+    }
+
+    /// Whether the table is protected against recalculation (a method other than `none`).
+    pub fn protects(self) -> bool {
+        self != SecondaryMethod::PrimariesOnly
+    }
+
+    /// The method name for `report.json`: `auto (optimal)` when `auto` chose `optimal`.
+    pub fn reported(self, chosen: Option<Method>) -> String {
+        match (self, chosen) {
+            (SecondaryMethod::Auto, Some(m)) => format!("{} ({})", self.name(), Self::solver_name(m)),
+            _ => self.name().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for SecondaryMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Where the engine runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,8 +291,8 @@ pub struct TableJob {
     pub weight: Option<String>,
     /// Parsed safety rules.
     pub safety: Safety,
-    /// Secondary method name (one of [`SECONDARY_METHODS`]).
-    pub secondary: String,
+    /// Secondary method.
+    pub secondary: SecondaryMethod,
     /// Seed of randomised methods.
     pub seed: u64,
     /// Time limit of iterative methods.
@@ -396,14 +454,16 @@ impl Job {
                     None
                 }
             };
-            if !SECONDARY_METHODS.contains(&t.secondary.method.as_str()) {
-                let hint = nearest(&t.secondary.method, SECONDARY_METHODS.iter().copied())
+            let secondary = SecondaryMethod::parse(&t.secondary.method);
+            if secondary.is_none() {
+                let names = SecondaryMethod::NAMES.map(|(n, _)| n);
+                let hint = nearest(&t.secondary.method, names.iter().copied())
                     .map(|n| format!(" (did you mean {n:?}?)"))
                     .unwrap_or_default();
                 errs.push(jerr(format!(
                     "{key}.secondary.method: unknown method {:?}{hint}; known methods: {}",
                     t.secondary.method,
-                    SECONDARY_METHODS.join(", ")
+                    names.join(", ")
                 )));
             }
             if let Some(tl) = t.secondary.time_limit_s {
@@ -432,7 +492,7 @@ impl Job {
                     b','
                 }
             };
-            if let Some(safety) = safety {
+            if let (Some(safety), Some(secondary)) = (safety, secondary) {
                 tables.push(TableJob {
                     name: t.name.clone(),
                     explanatory: t.explanatory.clone(),
@@ -440,7 +500,7 @@ impl Job {
                     contributor: t.contributor.clone(),
                     weight: t.weight.clone(),
                     safety,
-                    secondary: t.secondary.method.clone(),
+                    secondary,
                     seed: t.secondary.seed.unwrap_or(1),
                     time_limit_s: t.secondary.time_limit_s.unwrap_or(600.0),
                     singleton_rule: t.secondary.singleton.unwrap_or(true),
@@ -544,7 +604,7 @@ fn validate_linked(
                     ));
                 }
             }
-            if first.secondary.method == "none" {
+            if SecondaryMethod::parse(&first.secondary.method) == Some(SecondaryMethod::PrimariesOnly) {
                 err("linked tables need a secondary method other than \"none\"".into());
             }
         }

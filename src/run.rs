@@ -112,7 +112,7 @@ async fn run_job_with(
         };
         let query = table_query(t, source);
         let linked = job.linked.iter().find(|g| g.contains(&t.name));
-        if t.secondary == "none" {
+        if !t.secondary.protects() {
             let w = format!(
                 "table `{}`: secondary = \"none\": primaries are suppressed but the table is NOT protected against recalculation from totals",
                 t.name
@@ -120,7 +120,7 @@ async fn run_job_with(
             progress.warn(&w);
             report.warnings.push(w);
         }
-        if t.secondary == "none" && t.apriori.is_none() && linked.is_none() {
+        if !t.secondary.protects() && t.apriori.is_none() && linked.is_none() {
             // Nothing needs the whole table: assess and write each chunk as it is tabulated.
             let start = Instant::now();
             let mut writer: Option<TableWriter> = None;
@@ -176,7 +176,7 @@ async fn run_job_with(
             continue;
         }
         let mut protection = None;
-        if t.secondary != "none" {
+        if t.secondary.protects() {
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
             // Modular subtables run where the engine runs queries (executors on a cluster).
@@ -288,12 +288,12 @@ async fn protect_linked_group(
         files,
     );
     let (method, seed, limit, singleton) =
-        (first.secondary.clone(), first.seed, first.time_limit_s, first.singleton_rule);
+        (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
     // The solver blocks on engine queries: run it off the runtime's worker threads.
     let (owned, protections) = tokio::task::spawn_blocking(move || {
         let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =
             owned.iter_mut().map(|(n, a, f)| (n.as_str(), a, f.as_ref())).collect();
-        let ps = crate::secondary::protect_linked(&mut refs, &method, seed, limit, singleton, &solver);
+        let ps = crate::secondary::protect_linked(&mut refs, method, seed, limit, singleton, &solver);
         ps.map(|ps| (owned, ps))
     })
     .await
@@ -359,10 +359,7 @@ fn table_report(
             .map(|(h, levels)| (h.variable().to_string(), levels.clone()))
             .collect(),
         heat_map: tally.heat_map.clone(),
-        method: match p {
-            Some(p) => crate::secondary::reported_method(&t.secondary, p.method),
-            None => t.secondary.clone(),
-        },
+        method: t.secondary.reported(p.map(|p| p.method)),
         protected_against_recalculation: p.is_some(),
         audit: match p {
             Some(p) => format!(

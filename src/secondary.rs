@@ -11,17 +11,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::job::SecondaryMethod;
 use crate::rules::{CellFacts, Rule, Safety};
 use crate::rules::AssessedTable;
 use crate::suppress::{self, Method, ProtectOptions, Protection, SuppressError};
 use crate::table::{apriori, AprioriAction, AprioriEntry, Cell, CellStatus, Dimension, Table, TableError};
-
-/// Secondary methods accepted in job files: [`AUTO`] (the default), the solver methods, and
-/// `none` (primaries only).
-pub const METHODS: &[&str] = &["auto", "none", "optimal", "tabu", "fast", "modular"];
-
-/// The default method name: the best method for the table's size ([`auto_method`]).
-pub const AUTO: &str = "auto";
 
 /// `auto` uses the exact method on tables up to this many cells (joint cells for linked
 /// tables). Measured (BENCHMARKS-style jobs on `sdcflow generate --rows 200000` data, `ci`
@@ -45,36 +39,6 @@ pub fn auto_method(cells: usize) -> Method {
         Method::Modular
     } else {
         Method::Fast
-    }
-}
-
-/// Parses a solver method name (one of [`METHODS`] except `auto` and `none`).
-pub fn method(name: &str) -> Option<Method> {
-    Some(match name {
-        "optimal" => Method::Optimal,
-        "tabu" => Method::Tabu,
-        "fast" => Method::Fast,
-        "modular" => Method::Modular,
-        _ => return None,
-    })
-}
-
-/// The job-file name of a solver method.
-pub fn method_name(m: Method) -> &'static str {
-    match m {
-        Method::Optimal => "optimal",
-        Method::Tabu => "tabu",
-        Method::Fast => "fast",
-        Method::Modular => "modular",
-    }
-}
-
-/// The method name for `report.json`: `auto (optimal)` when `auto` chose `optimal`.
-pub fn reported_method(name: &str, chosen: Method) -> String {
-    if name == AUTO {
-        format!("{AUTO} ({})", method_name(chosen))
-    } else {
-        name.to_string()
     }
 }
 
@@ -171,28 +135,20 @@ pub fn to_table(a: &AssessedTable) -> Result<Table> {
     Table::new(dims, cells).map_err(|e| Error::Internal(format!("building the table model: {e}")))
 }
 
-/// Protects `a` in place with the named method; returns the solver's protection summary.
-pub fn protect(
-    table_name: &str,
-    a: &mut AssessedTable,
-    method_name: &str,
-    seed: u64,
-    time_limit_s: f64,
-) -> Result<Protection> {
-    protect_with(table_name, a, method_name, seed, time_limit_s, true, None, &suppress::InProcess)
-}
-
-/// Solver options for the named method on a problem of `cells` cells (`auto` resolved).
+/// Solver options for `method` on a problem of `cells` cells (`auto` resolved).
 fn solver_options(
-    method_name: &str,
+    method: SecondaryMethod,
     cells: usize,
     seed: u64,
     time_limit_s: f64,
     singleton_rule: bool,
 ) -> Result<ProtectOptions> {
-    let method = match method_name {
-        AUTO => auto_method(cells),
-        name => method(name).ok_or_else(|| Error::Internal(format!("unknown method {name}")))?,
+    let method = match method {
+        SecondaryMethod::Auto => auto_method(cells),
+        SecondaryMethod::Solver(m) => m,
+        SecondaryMethod::PrimariesOnly => {
+            return Err(Error::Internal("secondary method `none` reached the solver".into()))
+        }
     };
     Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
 }
@@ -252,7 +208,7 @@ pub fn to_table_with(a: &AssessedTable, apriori: Option<&AprioriFile>) -> Result
     Ok(table)
 }
 
-/// Protects `a` in place with the named method, with a-priori information (see
+/// Protects `a` in place with `method`, with a-priori information (see
 /// [`read_apriori`]) and the singleton rule on or off; the modular method's subtables are
 /// solved by `solver` (in process, or on the executors of the engine: the cluster path of
 /// `run`). The merged pattern is audited here either way; returns the solver's protection
@@ -261,7 +217,7 @@ pub fn to_table_with(a: &AssessedTable, apriori: Option<&AprioriFile>) -> Result
 pub fn protect_with(
     table_name: &str,
     a: &mut AssessedTable,
-    method_name: &str,
+    method: SecondaryMethod,
     seed: u64,
     time_limit_s: f64,
     singleton_rule: bool,
@@ -269,7 +225,7 @@ pub fn protect_with(
     solver: &dyn suppress::SubtableSolver,
 ) -> Result<Protection> {
     let table = to_table_with(a, apriori)?;
-    let opts = solver_options(method_name, table.cells().len(), seed, time_limit_s, singleton_rule)?;
+    let opts = solver_options(method, table.cells().len(), seed, time_limit_s, singleton_rule)?;
     let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e, Some(&table)))?;
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
@@ -281,7 +237,7 @@ pub fn protect_with(
 /// in place only when the joint audit is clean.
 pub fn protect_linked(
     tables: &mut [(&str, &mut AssessedTable, Option<&AprioriFile>)],
-    method_name: &str,
+    method: SecondaryMethod,
     seed: u64,
     time_limit_s: f64,
     singleton_rule: bool,
@@ -292,7 +248,7 @@ pub fn protect_linked(
     check_linked_conflicts(tables)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let cells = models.iter().map(|t| t.cells().len()).sum();
-    let opts = solver_options(method_name, cells, seed, time_limit_s, singleton_rule)?;
+    let opts = solver_options(method, cells, seed, time_limit_s, singleton_rule)?;
     let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e, None))?;
     for p in &ps {
         check_clean(&group, p)?;

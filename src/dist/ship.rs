@@ -370,12 +370,12 @@ pub async fn protect_table(
 ) -> Result<(AssessedTable, Protection)> {
     let solver = SqlSubtableSolver::new(ctx.clone(), scratch.clone(), Handle::current(), &t.name, files);
     let (name, method, seed, limit, singleton) =
-        (t.name.clone(), t.secondary.clone(), t.seed, t.time_limit_s, t.singleton_rule);
+        (t.name.clone(), t.secondary, t.seed, t.time_limit_s, t.singleton_rule);
     tokio::task::spawn_blocking(move || {
         let p = crate::secondary::protect_with(
             &name,
             &mut assessed,
-            &method,
+            method,
             seed,
             limit,
             singleton,
