@@ -25,7 +25,7 @@ use super::udf::{ANONYMISE_NOMINAL, MICROAGGREGATE_STRATUM, PROTECT_TABLE, SOLVE
 use super::wire;
 use crate::error::{Error, Result};
 use crate::job::EngineMode;
-use crate::masking::{NominalStratumOutcome, NominalStratumTask};
+use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
 use crate::rules::AssessedTable;
 use crate::suppress::{
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!((shipped.masked, shipped.group), (direct.masked, direct.group));
 
         // Nominal strata: same releases through SQL; a bad stratum reports its own error.
-        let mut nominal = |seed: u64, cols: usize| crate::masking::NominalStratumTask {
+        let mut nominal = |seed: u64, cols: usize| crate::microagg::nominal_stratum::NominalStratumTask {
             cols,
             codes: (0..40 * 3).map(|_| r.index(3) as u32).collect(),
             k: 3,
@@ -469,11 +469,11 @@ mod tests {
             method: "two-step".into(),
         };
         let mut tasks = vec![nominal(1, 3), nominal(2, 3)];
-        tasks.push(crate::masking::NominalStratumTask { k: 1000, ..nominal(3, 3) });
+        tasks.push(crate::microagg::nominal_stratum::NominalStratumTask { k: 1000, ..nominal(3, 3) });
         let (outcomes, per_worker) = rt.block_on(anonymise_nominal_strata(&ctx, &scratch, "n m", &tasks, 2)).unwrap();
         assert_eq!(per_worker.values().sum::<usize>(), 3);
         for (t, o) in tasks.iter().zip(&outcomes) {
-            let direct = crate::masking::anonymise_stratum(t);
+            let direct = crate::microagg::nominal_stratum::anonymise_stratum(t);
             assert_eq!(o.as_ref().map(|o| &o.released), direct.as_ref().map(|o| &o.released));
         }
         assert!(outcomes[0].is_ok() && outcomes[2].is_err(), "{outcomes:?}");

@@ -139,7 +139,7 @@ fn nominal_row(payload: &str) -> std::result::Result<String, String> {
     if delay > 0 {
         std::thread::sleep(std::time::Duration::from_millis(delay));
     }
-    let r = crate::masking::anonymise_stratum(&task);
+    let r = crate::microagg::nominal_stratum::anonymise_stratum(&task);
     if in_executor {
         eprintln!("sdcflow {worker}: nominal stratum {}", if r.is_ok() { "done" } else { "failed" });
     }
