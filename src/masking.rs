@@ -115,24 +115,15 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
     Ok(())
 }
 
-/// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its report.
-pub async fn run_microaggregation(
-    job: &Job,
-    m: &MicroaggregationSpec,
-    staging: &Path,
-    progress: &Progress,
-) -> Result<serde_json::Value> {
-    run_microaggregation_on(job, m, staging, progress, None).await
-}
-
 /// Where the strata of a numeric microaggregation are solved: the job's engine (executors on
 /// a cluster), a scratch location they can read, and at most this many partition files.
 pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::dist::ship::Scratch, usize);
 
-/// [`run_microaggregation`] with the strata of a numeric data set solved as partitions through
+/// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its
+/// report. The strata of a numeric data set are solved as partitions through
 /// `engine` (see [`crate::dist::ship::solve_strata`]); `None` solves them in this process.
 /// Reading the records in input order, the merge, the k-anonymity check and writing stay here.
-pub async fn run_microaggregation_on(
+pub async fn run_microaggregation(
     job: &Job,
     m: &MicroaggregationSpec,
     staging: &Path,

@@ -210,7 +210,7 @@ async fn run_job_with(
     for m in &job.microaggregations {
         // Numeric strata run where the engine runs queries (executors on a cluster).
         let engine = Some((&ctx, solve_scratch.as_ref(), job.target_partitions));
-        let r = crate::masking::run_microaggregation_on(job, m, staging.dir(), progress, engine).await?;
+        let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress, engine).await?;
         report.microaggregations.push(r);
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
