@@ -14,6 +14,8 @@ use serde::Deserialize;
 use crate::error::{nearest, Error, Result};
 use crate::hierarchy::HierarchySpec;
 use crate::rules::Safety;
+use crate::microagg::nominal_stratum::NominalMethod;
+use crate::microagg::{self, MicroaggParams, Standardisation};
 use crate::suppress::Method;
 
 /// The job file as written.
@@ -146,10 +148,87 @@ pub struct MicroaggregationSpec {
     pub source: Option<String>,
 }
 
-/// Numeric microaggregation methods.
-pub const NUMERIC_METHODS: &[&str] = &["mdav", "vmdav", "univariate-optimal", "two-step"];
-/// Nominal microaggregation methods.
-pub const NOMINAL_METHODS: &[&str] = &["two-step", "cluster-mode", "random-member"];
+/// Numeric microaggregation methods with their job-file names (the first is not the default:
+/// see [`DEFAULT_NUMERIC_METHOD`]); validation, parsing and `report.json` read this one list.
+pub const NUMERIC_METHODS: [(&str, microagg::Method); 4] = [
+    ("mdav", microagg::Method::Mdav),
+    ("vmdav", microagg::Method::Vmdav),
+    ("univariate-optimal", microagg::Method::UnivariateOptimal),
+    ("two-step", microagg::Method::TwoStep),
+];
+/// The numeric method of a `[[microaggregation]]` without `method`.
+pub const DEFAULT_NUMERIC_METHOD: microagg::Method = microagg::Method::TwoStep;
+/// Nominal microaggregation methods with their job-file names.
+pub const NOMINAL_METHODS: [(&str, NominalMethod); 3] = [
+    ("two-step", NominalMethod::TwoStep),
+    ("cluster-mode", NominalMethod::ClusterMode),
+    ("random-member", NominalMethod::RandomMember),
+];
+/// Standardisations of numeric microaggregation with their job-file names (default `zscore`).
+pub const STANDARDISATIONS: [(&str, Standardisation); 3] =
+    [("zscore", Standardisation::ZScore), ("range", Standardisation::Range), ("none", Standardisation::None)];
+/// Dimension of the default control tables of a nominal microaggregation.
+pub const DEFAULT_CONTROL_DIMENSION: usize = 2;
+
+/// The name of `value` in a list of (name, value) pairs.
+fn name_in<T: PartialEq + Copy>(list: &[(&'static str, T)], value: T) -> &'static str {
+    list.iter().find(|(_, v)| *v == value).map(|(n, _)| *n).expect("every value of the list has a name")
+}
+
+/// A validated `[[microaggregation]]` with every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MicroaggregationJob {
+    /// Data set name: the output sub-directory.
+    pub name: String,
+    /// Variables to aggregate.
+    pub variables: Vec<String>,
+    /// Minimum group size (≥ 2).
+    pub k: usize,
+    /// Strata variables (aggregate within each combination), if any.
+    pub strata: Option<Vec<String>>,
+    /// Seed.
+    pub seed: u64,
+    /// Source view (default: the last prelude view, or `microdata`).
+    pub source: Option<String>,
+    /// Numeric or nominal, with the kind's settings.
+    pub kind: MaskingKind,
+}
+
+/// The kind of a microaggregation with its resolved settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MaskingKind {
+    /// MDAV family on numeric variables.
+    Numeric {
+        /// Method.
+        method: microagg::Method,
+        /// Scaling before distances are computed.
+        standardisation: Standardisation,
+        /// Record weights.
+        weight: Option<String>,
+        /// V-MDAV gain factor γ.
+        gamma: f64,
+    },
+    /// Two-step k-anonymity on categorical variables.
+    Nominal {
+        /// How representatives are chosen.
+        method: NominalMethod,
+        /// Explicit control tables (indices into the variables); `None`: all tables up to
+        /// `up_to` variables.
+        control: Option<Vec<Vec<usize>>>,
+        /// Dimension of the default control tables (at most the number of variables).
+        up_to: usize,
+    },
+}
+
+impl MicroaggregationJob {
+    /// The method's job-file name (as `report.json` shows it).
+    pub fn method_name(&self) -> &'static str {
+        match &self.kind {
+            MaskingKind::Numeric { method, .. } => name_in(&NUMERIC_METHODS, *method),
+            MaskingKind::Nominal { method, .. } => name_in(&NOMINAL_METHODS, *method),
+        }
+    }
+}
 
 /// `secondary = { … }`.
 #[derive(Debug, Clone, Deserialize)]
@@ -331,8 +410,8 @@ pub struct Job {
     pub hierarchies: BTreeMap<String, HierarchySpec>,
     /// Tables.
     pub tables: Vec<TableJob>,
-    /// Microaggregations (validated specs).
-    pub microaggregations: Vec<MicroaggregationSpec>,
+    /// Microaggregations.
+    pub microaggregations: Vec<MicroaggregationJob>,
     /// Output location.
     pub output: String,
     /// Engine mode.
@@ -511,8 +590,9 @@ impl Job {
             }
         }
 
+        let mut microaggregations = Vec::new();
         for (i, m) in spec.microaggregation.iter().enumerate() {
-            validate_microaggregation(i, m, &mut names, &mut errs, path);
+            microaggregations.extend(validate_microaggregation(i, m, &mut names, &mut errs, path));
         }
         let linked = validate_linked(&spec.linked, &spec.table, &mut errs, path);
 
@@ -544,7 +624,7 @@ impl Job {
             csv_delimiter,
             hierarchies,
             tables,
-            microaggregations: spec.microaggregation,
+            microaggregations,
             output: spec.output.dir,
             mode,
             target_partitions: e
@@ -613,13 +693,15 @@ fn validate_linked(
     out
 }
 
+/// Checks a `[[microaggregation]]` and resolves its defaults (`None` when it has an error).
 fn validate_microaggregation(
     i: usize,
     m: &MicroaggregationSpec,
     names: &mut BTreeSet<String>,
     errs: &mut Vec<Error>,
     path: &Path,
-) {
+) -> Option<MicroaggregationJob> {
+    let before = errs.len();
     let key = format!("microaggregation[{i}] ({:?})", m.name);
     let mut err = |msg: String| errs.push(Error::job(path, format!("{key}{msg}")));
     if m.name.is_empty() || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -639,12 +721,12 @@ fn validate_microaggregation(
         err(format!(".k: must be at least 2, got {}", m.k));
     }
     let kind = m.kind.as_deref().unwrap_or("numeric");
-    let methods = match kind {
-        "numeric" => NUMERIC_METHODS,
-        "nominal" => NOMINAL_METHODS,
+    let methods: Vec<&str> = match kind {
+        "numeric" => NUMERIC_METHODS.iter().map(|(n, _)| *n).collect(),
+        "nominal" => NOMINAL_METHODS.iter().map(|(n, _)| *n).collect(),
         other => {
             err(format!(".kind: {other:?} is not known; use \"numeric\" or \"nominal\""));
-            return;
+            return None;
         }
     };
     if let Some(method) = &m.method {
@@ -654,11 +736,16 @@ fn validate_microaggregation(
             err(format!(".method: unknown {kind} method {method:?}{hint}; known: {}", methods.join(", ")));
         }
     }
-    if let Some(s) = &m.standardise {
-        if !["zscore", "range", "none"].contains(&s.as_str()) {
-            err(format!(".standardise: {s:?}; use \"zscore\", \"range\" or \"none\""));
+    let standardisation = match &m.standardise {
+        None => Some(Standardisation::ZScore),
+        Some(s) => {
+            let found = STANDARDISATIONS.iter().find(|(n, _)| n == s).map(|(_, v)| *v);
+            if found.is_none() {
+                err(format!(".standardise: {s:?}; use \"zscore\", \"range\" or \"none\""));
+            }
+            found
         }
-    }
+    };
     if kind == "nominal" {
         for (field, set) in
             [("weight", m.weight.is_some()), ("standardise", m.standardise.is_some()), ("gamma", m.gamma.is_some())]
@@ -680,6 +767,39 @@ fn validate_microaggregation(
     } else if m.control.is_some() || m.control_tables.is_some() {
         err(": control tables only apply to kind = \"nominal\"".into());
     }
+    if errs.len() > before {
+        return None;
+    }
+    fn lookup<T: Copy>(method: Option<&str>, list: &[(&str, T)], default: T) -> T {
+        method.map_or(default, |name| list.iter().find(|(n, _)| *n == name).expect("validated").1)
+    }
+    let kind = if kind == "nominal" {
+        MaskingKind::Nominal {
+            method: lookup(m.method.as_deref(), &NOMINAL_METHODS, NominalMethod::default()),
+            control: m.control_tables.as_ref().map(|t| {
+                t.iter()
+                    .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
+                    .collect()
+            }),
+            up_to: m.control.unwrap_or(DEFAULT_CONTROL_DIMENSION).min(m.variables.len()),
+        }
+    } else {
+        MaskingKind::Numeric {
+            method: lookup(m.method.as_deref(), &NUMERIC_METHODS, DEFAULT_NUMERIC_METHOD),
+            standardisation: standardisation.expect("validated"),
+            weight: m.weight.clone(),
+            gamma: m.gamma.unwrap_or(MicroaggParams::default().vmdav_gamma),
+        }
+    };
+    Some(MicroaggregationJob {
+        name: m.name.clone(),
+        variables: m.variables.clone(),
+        k: m.k,
+        strata: m.strata.clone(),
+        seed: m.seed.unwrap_or(1),
+        source: m.source.clone(),
+        kind,
+    })
 }
 
 #[cfg(test)]

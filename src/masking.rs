@@ -17,9 +17,9 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use serde_json::json;
 
 use crate::error::{nearest, Error, Result};
-use crate::job::{Job, MicroaggregationSpec};
+use crate::job::{Job, MaskingKind, MicroaggregationJob};
 use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumTask};
-use crate::microagg::{self, Method, MicroaggParams, NumericData, Standardisation};
+use crate::microagg::{self, MicroaggParams, NumericData};
 use crate::progress::Progress;
 
 /// Reads `source` (a registered table or view) of a fresh single-partition session in input
@@ -61,7 +61,7 @@ fn no_nulls(a: &ArrayRef, source: &str, set: &str, name: &str) -> Result<()> {
 }
 
 /// Stratum id per record: the combination of the strata columns, numbered by first appearance.
-fn strata_ids(batch: &RecordBatch, source: &str, m: &MicroaggregationSpec) -> Result<Option<(Vec<u64>, Vec<String>)>> {
+fn strata_ids(batch: &RecordBatch, source: &str, m: &MicroaggregationJob) -> Result<Option<(Vec<u64>, Vec<String>)>> {
     let Some(cols) = &m.strata else { return Ok(None) };
     let mut strings = Vec::new();
     for c in cols {
@@ -125,7 +125,7 @@ pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::dist::ship::Scratch,
 /// Reading the records in input order, the merge, the k-anonymity check and writing stay here.
 pub async fn run_microaggregation(
     job: &Job,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     staging: &Path,
     progress: &Progress,
     engine: Option<StrataEngine<'_>>,
@@ -134,7 +134,7 @@ pub async fn run_microaggregation(
     let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
     stage.finish();
     let start = Instant::now();
-    let nominal_kind = m.kind.as_deref() == Some("nominal");
+    let nominal_kind = matches!(m.kind, MaskingKind::Nominal { .. });
     let stage = progress.stage(&format!("{}: microaggregation (k = {})", m.name, m.k), 1);
     let strata = strata_ids(&batch, &source, m)?;
     let (masked, mut report) = if nominal_kind {
@@ -176,7 +176,7 @@ pub async fn run_microaggregation(
 
 /// Independent check on the values about to be written: every combination of the aggregated
 /// variables (within a stratum) occurs at least k times.
-fn verify_written(out: &RecordBatch, m: &MicroaggregationSpec, strata: Option<&Vec<u64>>) -> Result<()> {
+fn verify_written(out: &RecordBatch, m: &MicroaggregationJob, strata: Option<&Vec<u64>>) -> Result<()> {
     let strings: Vec<ArrayRef> = m
         .variables
         .iter()
@@ -200,7 +200,7 @@ fn verify_written(out: &RecordBatch, m: &MicroaggregationSpec, strata: Option<&V
 fn numeric_input(
     batch: &RecordBatch,
     source: &str,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     strata: Option<Vec<u64>>,
 ) -> Result<(NumericData, MicroaggParams)> {
     let n = batch.num_rows();
@@ -220,7 +220,10 @@ fn numeric_input(
             values[i * d + j] = *x;
         }
     }
-    let weights = match &m.weight {
+    let MaskingKind::Numeric { method, standardisation, weight, gamma } = &m.kind else {
+        return Err(Error::Internal(format!("microaggregation `{}` is not numeric", m.name)));
+    };
+    let weights = match weight {
         Some(w) => {
             let a = column(batch, source, &m.name, w)?;
             no_nulls(a, source, &m.name, w)?;
@@ -232,19 +235,10 @@ fn numeric_input(
     let data = NumericData { rows: n, cols: d, values, weights, strata };
     let params = MicroaggParams {
         k: m.k,
-        method: match m.method.as_deref().unwrap_or("two-step") {
-            "mdav" => Method::Mdav,
-            "vmdav" => Method::Vmdav,
-            "univariate-optimal" => Method::UnivariateOptimal,
-            _ => Method::TwoStep,
-        },
-        standardisation: match m.standardise.as_deref().unwrap_or("zscore") {
-            "range" => Standardisation::Range,
-            "none" => Standardisation::None,
-            _ => Standardisation::ZScore,
-        },
-        seed: m.seed.unwrap_or(1),
-        vmdav_gamma: m.gamma.unwrap_or(MicroaggParams::default().vmdav_gamma),
+        method: *method,
+        standardisation: *standardisation,
+        seed: m.seed,
+        vmdav_gamma: *gamma,
         ..Default::default()
     };
     Ok((data, params))
@@ -253,7 +247,7 @@ fn numeric_input(
 /// The masked columns and the report of a numeric microaggregation of `n` records.
 fn numeric_output(
     r: &microagg::MicroaggResult,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     data: &NumericData,
 ) -> (HashMap<String, ArrayRef>, serde_json::Value) {
     let (n, d) = (data.rows, m.variables.len());
@@ -279,7 +273,7 @@ fn numeric_output(
     }
     let report = json!({
         "kind": "numeric",
-        "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
+        "method": m.method_name(),
         "k": m.k,
         "groups": r.n_groups,
         "sse": r.sse,
@@ -308,7 +302,7 @@ fn numeric_output(
 async fn nominal_mask(
     batch: &RecordBatch,
     source: &str,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     strata: Option<&Vec<u64>>,
     engine: Option<StrataEngine<'_>>,
 ) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
@@ -333,11 +327,9 @@ async fn nominal_mask(
         }
         dicts.push(values);
     }
-    let control = m.control_tables.as_ref().map(|t| {
-        t.iter()
-            .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
-            .collect()
-    });
+    let MaskingKind::Nominal { method, control, up_to } = &m.kind else {
+        return Err(Error::Internal(format!("microaggregation `{}` is not nominal", m.name)));
+    };
     // Strata are protected independently (they are natural blocks for the clustering).
     let groups: Vec<Vec<usize>> = match strata {
         None => vec![(0..n).collect()],
@@ -356,9 +348,9 @@ async fn nominal_mask(
             codes: rows.iter().flat_map(|&r| codes[r].iter().copied()).collect(),
             k: m.k,
             control: control.clone(),
-            up_to: m.control.unwrap_or(2).min(m.variables.len()),
-            seed: m.seed.unwrap_or(1),
-            method: m.method.clone().unwrap_or_else(|| "two-step".into()),
+            up_to: *up_to,
+            seed: m.seed,
+            method: *method,
         })
         .collect();
     let failed = |e: String| Error::data(source, format!("microaggregation `{}`: {e}", m.name));
@@ -396,7 +388,7 @@ async fn nominal_mask(
     }
     let mut report = json!({
         "kind": "nominal",
-        "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
+        "method": m.method_name(),
         "k": m.k,
         "reports": reports,
     });

@@ -466,7 +466,7 @@ mod tests {
             control: None,
             up_to: 2,
             seed,
-            method: "two-step".into(),
+            method: Default::default(),
         };
         let mut tasks = vec![nominal(1, 3), nominal(2, 3)];
         tasks.push(crate::microagg::nominal_stratum::NominalStratumTask { k: 1000, ..nominal(3, 3) });

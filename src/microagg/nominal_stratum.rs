@@ -7,6 +7,19 @@ use serde_json::json;
 
 use super::nominal::{self, ControlTables, NominalData, NominalParams, RepresentativeMethod};
 
+/// How a nominal microaggregation chooses the released categories of a cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NominalMethod {
+    /// Two-step: clustering, then representatives that keep the control tables (the default).
+    #[default]
+    TwoStep,
+    /// Baseline: per attribute the most frequent value in the cluster.
+    ClusterMode,
+    /// Baseline: a seeded random member of the cluster.
+    RandomMember,
+}
+
 /// One stratum of a nominal microaggregation: a self-contained problem that runs in this
 /// process or on a cluster executor (`sdc_anonymise_nominal`), with the same result anywhere.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -23,8 +36,8 @@ pub struct NominalStratumTask {
     pub up_to: usize,
     /// Seed.
     pub seed: u64,
-    /// Representative method name (`two-step`, `cluster-mode`, `random-member`).
-    pub method: String,
+    /// How the representatives are chosen.
+    pub method: NominalMethod,
 }
 
 /// What [`anonymise_stratum`] returns: released codes (row-major) and the quality report.
@@ -44,10 +57,10 @@ pub fn anonymise_stratum(task: &NominalStratumTask) -> std::result::Result<Nomin
     let rows: Vec<Vec<u32>> = task.codes.chunks(task.cols).map(<[u32]>::to_vec).collect();
     let data = NominalData::from_rows(&rows).map_err(|e| e.to_string())?;
     let mut options = nominal::NominalOptions::default();
-    options.representatives = match task.method.as_str() {
-        "cluster-mode" => RepresentativeMethod::ClusterMode,
-        "random-member" => RepresentativeMethod::RandomMember,
-        _ => options.representatives,
+    options.representatives = match task.method {
+        NominalMethod::ClusterMode => RepresentativeMethod::ClusterMode,
+        NominalMethod::RandomMember => RepresentativeMethod::RandomMember,
+        NominalMethod::TwoStep => options.representatives,
     };
     let control = match &task.control {
         Some(sets) => ControlTables::Explicit(sets.clone()),
