@@ -43,6 +43,7 @@ pub mod rng;
 pub mod rules;
 pub mod run;
 pub mod secondary;
+pub mod store;
 pub mod suppress;
 pub mod table;
 pub mod tabulate;
