@@ -85,37 +85,11 @@ async fn connect_remote(url: &str, state: datafusion::execution::SessionState) -
 /// Registers an `s3://bucket` object store built from the environment (`AWS_ACCESS_KEY_ID`,
 /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, …) when `location` is an S3 URL.
 pub fn register_store_for(ctx: &SessionContext, location: &str) -> Result<()> {
-    if let Some(store) = s3_store(location)? {
-        let url = bucket_url(location)?;
+    if let Some(store) = crate::store::s3_store(location)? {
+        let url = crate::store::bucket_url(location)?;
         ctx.runtime_env().register_object_store(&url, store);
     }
     Ok(())
-}
-
-/// The object store for an `s3://` location (`None` for local paths).
-pub fn s3_store(location: &str) -> Result<Option<Arc<dyn object_store::ObjectStore>>> {
-    if !location.starts_with("s3://") {
-        return Ok(None);
-    }
-    let url = bucket_url(location)?;
-    let bucket = url.host_str().unwrap_or_default().to_string();
-    let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket);
-    if let Ok(ep) = std::env::var("AWS_ENDPOINT_URL").or_else(|_| std::env::var("AWS_ENDPOINT")) {
-        b = b.with_endpoint(&ep).with_allow_http(ep.starts_with("http://"));
-    }
-    if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
-        b = b.with_region("us-east-1");
-    }
-    let store = b.build().map_err(|e| Error::Store { url: location.into(), message: e.to_string() })?;
-    Ok(Some(Arc::new(store)))
-}
-
-fn bucket_url(location: &str) -> Result<Url> {
-    let u = Url::parse(location).map_err(|e| Error::data(location, format!("not a valid URL: {e}")))?;
-    if u.host_str().is_none_or(str::is_empty) {
-        return Err(Error::data(location, "an s3:// URL needs a bucket name"));
-    }
-    Url::parse(&format!("s3://{}", u.host_str().unwrap_or_default())).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// Registers the microdata as table `microdata`: a Parquet file, directory, glob or S3 prefix,

@@ -355,7 +355,7 @@ fn bucket_of(url: &str) -> String {
 }
 
 fn store_and_prefix(target: &str) -> Result<(std::sync::Arc<dyn ObjectStore>, String)> {
-    let store = crate::engine::s3_store(target)?.ok_or_else(|| Error::Internal(format!("no store for {target}")))?;
+    let store = crate::store::s3_store(target)?.ok_or_else(|| Error::Internal(format!("no store for {target}")))?;
     let url = url::Url::parse(target).map_err(|e| Error::data(target, e.to_string()))?;
     Ok((store, url.path().trim_matches('/').to_string()))
 }
@@ -463,7 +463,7 @@ async fn upload_and_publish(dir: &Path, target: &str) -> Result<()> {
 /// Reads a whole local file or object. An object below an sdcflow output prefix is read
 /// through its manifest (`s3://b/out/publish/t/published.csv` → the published run's object).
 pub async fn read_location(location: &str) -> Result<Vec<u8>> {
-    let Some(store) = crate::engine::s3_store(location)? else {
+    let Some(store) = crate::store::s3_store(location)? else {
         return std::fs::read(location).map_err(|e| Error::io(location, e));
     };
     let url = url::Url::parse(location).map_err(|e| Error::data(location, e.to_string()))?;

@@ -1,5 +1,8 @@
-//! Object stores for cluster processes: `s3://` buckets created on first use from the `AWS_*`
-//! environment, exactly as the client does in [`crate::engine::s3_store`].
+//! Storage backends: the object store of an `s3://` location, built from the usual `AWS_*`
+//! environment ([`s3_store`]), for the client (inputs, outputs, solver scratch) and for cluster
+//! processes alike.
+//!
+//! Cluster processes get their stores from a registry: `s3://` buckets created on first use.
 //!
 //! The client registers the bucket of the input and the output explicitly, but the scheduler
 //! (which lists files while planning a scan) and the executors (which read the files) cannot
@@ -9,10 +12,12 @@
 
 use std::sync::Arc;
 
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::DataFusionError;
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use object_store::ObjectStore;
 use url::Url;
+
+use crate::error::{Error, Result};
 
 /// An object-store registry that creates `s3://` stores from the environment on demand.
 #[derive(Debug, Default)]
@@ -25,15 +30,15 @@ impl ObjectStoreRegistry for EnvObjectStoreRegistry {
         self.inner.register_store(url, store)
     }
 
-    fn deregister_store(&self, url: &Url) -> Result<Arc<dyn ObjectStore>> {
+    fn deregister_store(&self, url: &Url) -> datafusion::common::Result<Arc<dyn ObjectStore>> {
         self.inner.deregister_store(url)
     }
 
-    fn get_store(&self, url: &Url) -> Result<Arc<dyn ObjectStore>> {
+    fn get_store(&self, url: &Url) -> datafusion::common::Result<Arc<dyn ObjectStore>> {
         match self.inner.get_store(url) {
             Ok(s) => Ok(s),
             Err(e) if url.scheme() == "s3" => {
-                let store = crate::engine::s3_store(url.as_str())
+                let store = s3_store(url.as_str())
                     .map_err(|e| DataFusionError::External(Box::new(e)))?
                     .ok_or(e)?;
                 let bucket = Url::parse(&format!("s3://{}", url.host_str().unwrap_or_default()))
@@ -44,6 +49,33 @@ impl ObjectStoreRegistry for EnvObjectStoreRegistry {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The object store for an `s3://` location (`None` for local paths).
+pub fn s3_store(location: &str) -> Result<Option<Arc<dyn object_store::ObjectStore>>> {
+    if !location.starts_with("s3://") {
+        return Ok(None);
+    }
+    let url = bucket_url(location)?;
+    let bucket = url.host_str().unwrap_or_default().to_string();
+    let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket);
+    if let Ok(ep) = std::env::var("AWS_ENDPOINT_URL").or_else(|_| std::env::var("AWS_ENDPOINT")) {
+        b = b.with_endpoint(&ep).with_allow_http(ep.starts_with("http://"));
+    }
+    if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+        b = b.with_region("us-east-1");
+    }
+    let store = b.build().map_err(|e| Error::Store { url: location.into(), message: e.to_string() })?;
+    Ok(Some(Arc::new(store)))
+}
+
+/// The `s3://bucket` URL of an `s3://` location (the key an object store is registered under).
+pub fn bucket_url(location: &str) -> Result<Url> {
+    let u = Url::parse(location).map_err(|e| Error::data(location, format!("not a valid URL: {e}")))?;
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(Error::data(location, "an s3:// URL needs a bucket name"));
+    }
+    Url::parse(&format!("s3://{}", u.host_str().unwrap_or_default())).map_err(|e| Error::Internal(e.to_string()))
 }
 
 #[cfg(test)]

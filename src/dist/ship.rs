@@ -68,7 +68,7 @@ impl Scratch {
         };
         match base {
             Some(b) if b.starts_with("s3://") => {
-                let store = crate::engine::s3_store(&b)?.ok_or_else(|| Error::Internal(format!("no store for {b}")))?;
+                let store = crate::store::s3_store(&b)?.ok_or_else(|| Error::Internal(format!("no store for {b}")))?;
                 let url = if b.contains(".sdcflow-scratch-") {
                     b
                 } else {
