@@ -297,7 +297,7 @@ fn main() -> ExitCode {
         Err((name, code)) => {
             // Staged outputs and solver scratch hold unprotected cells: remove them, leave any
             // previous output as it was, and exit at once (solver threads are not waited for).
-            sdcflow::output::remove_active();
+            sdcflow::store::remove_active();
             eprintln!("error: interrupted by {name}: nothing was published; any previous output is unchanged");
             std::process::exit(code);
         }

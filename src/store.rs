@@ -2,6 +2,9 @@
 //! environment ([`s3_store`]), for the client (inputs, outputs, solver scratch) and for cluster
 //! processes alike.
 //!
+//! Local directories that hold unprotected cells (output staging, solver scratch) are registered
+//! here ([`register_active`]) so that a signal removes them ([`remove_active`]).
+//!
 //! Cluster processes get their stores from a registry: `s3://` buckets created on first use.
 //!
 //! The client registers the bucket of the input and the output explicitly, but the scheduler
@@ -10,7 +13,8 @@
 //! it is asked for solves this without configuration beyond the usual credentials (in
 //! Kubernetes: the Secret mounted as environment, see `deploy/`).
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use datafusion::common::DataFusionError;
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
@@ -76,6 +80,35 @@ pub fn bucket_url(location: &str) -> Result<Url> {
         return Err(Error::data(location, "an s3:// URL needs a bucket name"));
     }
     Url::parse(&format!("s3://{}", u.host_str().unwrap_or_default())).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Private local directories of this process (output staging, solver scratch) that hold
+/// unprotected cells: removed when a signal ends the run.
+static ACTIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Registers a directory of this process that must not outlive an interrupted run.
+pub fn register_active(dir: &Path) {
+    if let Ok(mut a) = ACTIVE.lock() {
+        a.push(dir.to_path_buf());
+    }
+}
+
+/// Forgets a directory registered with [`register_active`] (committed or removed).
+pub fn unregister_active(dir: &Path) {
+    if let Ok(mut a) = ACTIVE.lock() {
+        a.retain(|d| d != dir);
+    }
+}
+
+/// Removes every registered staging or scratch directory (called when a signal ends the run).
+pub fn remove_active() {
+    let dirs = ACTIVE.lock().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default();
+    for d in dirs {
+        // A writer thread may still add a file while the tree is removed: try twice.
+        if std::fs::remove_dir_all(&d).is_err() {
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
 }
 
 #[cfg(test)]

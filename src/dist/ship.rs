@@ -82,7 +82,7 @@ impl Scratch {
                     .prefix("sdcflow-scratch-")
                     .tempdir_in(&dir)
                     .map_err(|e| Error::io(&dir, e))?;
-                crate::output::register_active(t.path());
+                crate::store::register_active(t.path());
                 Ok(Scratch::Local(t))
             }
             None => {
@@ -90,7 +90,7 @@ impl Scratch {
                     .prefix("sdcflow-scratch-")
                     .tempdir()
                     .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-                crate::output::register_active(t.path());
+                crate::store::register_active(t.path());
                 Ok(Scratch::Local(t))
             }
         }
@@ -137,7 +137,7 @@ impl Scratch {
         match self {
             Scratch::Local(t) => {
                 let p = t.path().to_path_buf();
-                crate::output::unregister_active(&p);
+                crate::store::unregister_active(&p);
                 t.close().map_err(|e| Error::io(p, e))
             }
             Scratch::Store { url, store } => {
