@@ -44,8 +44,8 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     // from the input checks. sdcflow scans every row anyway, so the statistics buy nothing.
     config.options_mut().execution.collect_statistics = false;
     // `s3://` buckets other than the input's (e.g. a scratch prefix) open on demand.
-    let mut runtime = RuntimeEnvBuilder::new()
-        .with_object_store_registry(Arc::new(crate::store::EnvObjectStoreRegistry::default()));
+    let mut runtime =
+        RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(crate::store::EnvObjectStoreRegistry::default()));
     if let Some(limit) = opts.memory_limit {
         runtime = runtime.with_memory_limit(limit, 1.0);
     }

@@ -13,9 +13,9 @@ use serde::Deserialize;
 
 use crate::error::{nearest, Error, Result};
 use crate::hierarchy::HierarchySpec;
-use crate::rules::Safety;
 use crate::microagg::nominal_stratum::NominalMethod;
 use crate::microagg::{self, MicroaggParams, Standardisation};
+use crate::rules::Safety;
 use crate::suppress::Method;
 
 /// The job file as written.

@@ -324,12 +324,8 @@ pub fn assess(safety: &Safety, cells: Cells) -> AssessedTable {
     let mut lpl = Vec::with_capacity(cells.len());
     let mut upl = Vec::with_capacity(cells.len());
     for i in 0..cells.len() {
-        let a = safety.assess(&CellFacts {
-            freq: cells.freq[i],
-            value: cells.value[i],
-            top: cells.tops(i),
-            manual: false,
-        });
+        let a =
+            safety.assess(&CellFacts { freq: cells.freq[i], value: cells.value[i], top: cells.tops(i), manual: false });
         status.push(a.status);
         lpl.push(a.lpl);
         upl.push(a.upl);

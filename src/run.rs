@@ -54,7 +54,10 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     crate::output::check_target(output, job).await?;
     // Solver partitions hold unprotected cells: their scratch location is removed whatever
     // the outcome (a failed removal fails an otherwise successful run).
-    let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(output, mode.as_ref().unwrap_or(&job.mode))?);
+    let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(
+        output,
+        matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)),
+    )?);
     progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
     let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
     let removed = match Arc::try_unwrap(solve_scratch) {
@@ -181,7 +184,7 @@ async fn run_job_with(
             let start = Instant::now();
             // Modular subtables run where the engine runs queries (executors on a cluster).
             let (a, p) =
-                crate::dist::ship::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
+                crate::secondary::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
                     .await?;
             assessed = a;
             if p.stopped_by_time_limit {
@@ -287,8 +290,7 @@ async fn protect_linked_group(
         &group.join("+"),
         files,
     );
-    let (method, seed, limit, singleton) =
-        (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
+    let (method, seed, limit, singleton) = (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
     // The solver blocks on engine queries: run it off the runtime's worker threads.
     let (owned, protections) = tokio::task::spawn_blocking(move || {
         let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =

@@ -9,11 +9,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::prelude::SessionContext;
 
 use crate::error::{Error, Result};
-use crate::job::SecondaryMethod;
-use crate::rules::{CellFacts, Rule, Safety};
-use crate::rules::AssessedTable;
+use crate::job::{SecondaryMethod, TableJob};
+use crate::rules::{AssessedTable, CellFacts, Rule, Safety};
 use crate::suppress::{self, Method, ProtectOptions, Protection, SuppressError};
 use crate::table::{apriori, AprioriAction, AprioriEntry, Cell, CellStatus, Dimension, Table, TableError};
 
@@ -230,6 +232,34 @@ pub fn protect_with(
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
     Ok(p)
+}
+
+/// Protects an assessed table with its secondary method, modular subtables solved through
+/// `ctx` (on the executors of a cluster, in-process otherwise); runs the solver on a blocking
+/// thread so the engine's runtime stays free to drive the queries.
+pub async fn protect_table(
+    ctx: &SessionContext,
+    scratch: &Arc<crate::dist::ship::Scratch>,
+    t: &TableJob,
+    mut assessed: AssessedTable,
+    apriori: Option<AprioriFile>,
+    files: usize,
+) -> Result<(AssessedTable, Protection)> {
+    let solver = crate::dist::ship::SqlSubtableSolver::new(
+        ctx.clone(),
+        scratch.clone(),
+        tokio::runtime::Handle::current(),
+        &t.name,
+        files,
+    );
+    let (name, method, seed, limit, singleton) =
+        (t.name.clone(), t.secondary, t.seed, t.time_limit_s, t.singleton_rule);
+    tokio::task::spawn_blocking(move || {
+        let p = protect_with(&name, &mut assessed, method, seed, limit, singleton, apriori.as_ref(), &solver)?;
+        Ok((assessed, p))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("secondary suppression task: {e}")))?
 }
 
 /// Protects linked tables jointly ([`suppress::protect_linked_with`], the joint solve and

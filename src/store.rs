@@ -42,9 +42,7 @@ impl ObjectStoreRegistry for EnvObjectStoreRegistry {
         match self.inner.get_store(url) {
             Ok(s) => Ok(s),
             Err(e) if url.scheme() == "s3" => {
-                let store = s3_store(url.as_str())
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?
-                    .ok_or(e)?;
+                let store = s3_store(url.as_str()).map_err(|e| DataFusionError::External(Box::new(e)))?.ok_or(e)?;
                 let bucket = Url::parse(&format!("s3://{}", url.host_str().unwrap_or_default()))
                     .map_err(|e| DataFusionError::External(Box::new(e)))?;
                 self.inner.register_store(&bucket, store.clone());

@@ -57,7 +57,8 @@ pub fn register_functions(state: &mut SessionState) -> datafusion::common::Resul
 /// A runtime whose object-store registry opens `s3://` buckets from the environment; spill
 /// files go to `temp_dir` when given.
 pub fn runtime_env(temp_dir: Option<&str>) -> datafusion::common::Result<Arc<RuntimeEnv>> {
-    let mut b = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(crate::store::EnvObjectStoreRegistry::default()));
+    let mut b =
+        RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(crate::store::EnvObjectStoreRegistry::default()));
     if let Some(d) = temp_dir {
         b = b.with_temp_file_path(d);
     }

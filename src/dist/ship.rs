@@ -24,13 +24,9 @@ use tokio::runtime::Handle;
 use super::udf::{ANONYMISE_NOMINAL, MICROAGGREGATE_STRATUM, PROTECT_TABLE, SOLVE_SUBTABLE};
 use super::wire;
 use crate::error::{Error, Result};
-use crate::job::EngineMode;
 use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
-use crate::rules::AssessedTable;
-use crate::suppress::{
-    Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError, TableOutcome, TableTask,
-};
+use crate::suppress::{SubtableOutcome, SubtableSolver, SubtableTask, SuppressError, TableOutcome, TableTask};
 
 /// Where solver partitions are written: a place the client writes and every executor reads.
 ///
@@ -52,16 +48,16 @@ pub enum Scratch {
 }
 
 impl Scratch {
-    /// Chooses the scratch location of a run writing to `output` in `mode`.
+    /// Chooses the scratch location of a run writing to `output`, on a remote cluster or not.
     ///
     /// `SDCFLOW_SCRATCH` (a directory or `s3://bucket/prefix`) wins; a cluster run with an
     /// `s3://` output uses a sibling prefix `<output>.sdcflow-scratch-<pid>-<time>`; everything
     /// else a local temporary directory (enough for local, standalone and loopback clusters).
-    pub fn for_run(output: &str, mode: &EngineMode) -> Result<Self> {
+    pub fn for_run(output: &str, remote_cluster: bool) -> Result<Self> {
         let stamp = format!("{}-{}", std::process::id(), chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
         let base = match std::env::var("SDCFLOW_SCRATCH") {
             Ok(s) if !s.is_empty() => Some(s),
-            _ if matches!(mode, EngineMode::Remote(_)) && output.starts_with("s3://") => {
+            _ if remote_cluster && output.starts_with("s3://") => {
                 Some(format!("{}.sdcflow-scratch-{stamp}", output.trim_end_matches('/')))
             }
             _ => None,
@@ -357,41 +353,11 @@ impl SubtableSolver for SqlSubtableSolver {
     }
 }
 
-/// Protects an assessed table with its secondary method, modular subtables solved through
-/// `ctx` (on the executors of a cluster, in-process otherwise); runs the solver on a blocking
-/// thread so the engine's runtime stays free to drive the queries.
-pub async fn protect_table(
-    ctx: &SessionContext,
-    scratch: &Arc<Scratch>,
-    t: &crate::job::TableJob,
-    mut assessed: AssessedTable,
-    apriori: Option<crate::secondary::AprioriFile>,
-    files: usize,
-) -> Result<(AssessedTable, Protection)> {
-    let solver = SqlSubtableSolver::new(ctx.clone(), scratch.clone(), Handle::current(), &t.name, files);
-    let (name, method, seed, limit, singleton) =
-        (t.name.clone(), t.secondary, t.seed, t.time_limit_s, t.singleton_rule);
-    tokio::task::spawn_blocking(move || {
-        let p = crate::secondary::protect_with(
-            &name,
-            &mut assessed,
-            method,
-            seed,
-            limit,
-            singleton,
-            apriori.as_ref(),
-            &solver,
-        )?;
-        Ok((assessed, p))
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("secondary suppression task: {e}")))?
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::{session, EngineOptions};
+    use crate::job::EngineMode;
     use crate::suppress::{protect, protect_with, Method, ProtectOptions};
 
     /// The SQL path (partition files + `sdc_solve_subtable`) gives the same protection as the
@@ -402,7 +368,7 @@ mod tests {
         let ctx = rt
             .block_on(session(&EngineOptions { mode: EngineMode::Local, target_partitions: 3, memory_limit: None }))
             .unwrap();
-        let scratch = Arc::new(Scratch::for_run("unused", &EngineMode::Local).unwrap());
+        let scratch = Arc::new(Scratch::for_run("unused", false).unwrap());
         let spec = crate::table::synth::SynthSpec {
             dims: vec![vec![3, 2], vec![3]],
             density: 0.9,
