@@ -52,7 +52,7 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     let runtime = runtime.build_arc()?;
     let mut state =
         SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
-    crate::dist::register_functions(&mut state)?;
+    crate::cluster::register_functions(&mut state)?;
     let ctx = match &opts.mode {
         EngineMode::Local => SessionContext::new_with_state(state),
         EngineMode::Standalone => SessionContext::standalone_with_state(state).await?,
@@ -62,7 +62,7 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     for f in TopN::all() {
         ctx.register_udaf(f.as_ref().clone());
     }
-    for f in crate::dist::udf::PartitionUdf::all() {
+    for f in crate::cluster::udf::PartitionUdf::all() {
         ctx.register_udf(f.as_ref().clone());
     }
     Ok(ctx)

@@ -24,7 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod audit_cmd;
-pub mod dist;
+pub mod cluster;
 pub mod engine;
 pub mod error;
 pub mod generate;

@@ -435,8 +435,8 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Scheduler { bind_host, port, executor_timeout_s } => {
-            let o = sdcflow::dist::SchedulerOptions { bind_host, port, executor_timeout_s };
-            Ok(sdcflow::dist::run_scheduler(&o).await?)
+            let o = sdcflow::cluster::SchedulerOptions { bind_host, port, executor_timeout_s };
+            Ok(sdcflow::cluster::run_scheduler(&o).await?)
         }
         Command::Executor {
             bind_host,
@@ -448,7 +448,7 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             work_dir,
             test_solve_delay_ms,
         } => {
-            let o = sdcflow::dist::ExecutorOptions {
+            let o = sdcflow::cluster::ExecutorOptions {
                 bind_host,
                 port,
                 grpc_port,
@@ -459,7 +459,7 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 work_dir,
                 test_solve_delay_ms,
             };
-            Ok(sdcflow::dist::run_executor(&o).await?)
+            Ok(sdcflow::cluster::run_executor(&o).await?)
         }
         Command::Bench { what } => match what {
             BenchCommand::Tabulate { data, rows, dims, threads, out, write } => {

@@ -117,11 +117,11 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
 
 /// Where the strata of a numeric microaggregation are solved: the job's engine (executors on
 /// a cluster), a scratch location they can read, and at most this many partition files.
-pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::dist::ship::Scratch, usize);
+pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::cluster::ship::Scratch, usize);
 
 /// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its
 /// report. The strata of a numeric data set are solved as partitions through
-/// `engine` (see [`crate::dist::ship::solve_strata`]); `None` solves them in this process.
+/// `engine` (see [`crate::cluster::ship::solve_strata`]); `None` solves them in this process.
 /// Reading the records in input order, the merge, the k-anonymity check and writing stay here.
 pub async fn run_microaggregation(
     job: &Job,
@@ -146,7 +146,7 @@ pub async fn run_microaggregation(
             Some((ctx, scratch, files)) => {
                 let (plan, tasks) = microagg::plan_strata(&data, &params).map_err(failed)?;
                 let (outcomes, per_worker) =
-                    crate::dist::ship::solve_strata(ctx, scratch, &m.name, &tasks, files).await?;
+                    crate::cluster::ship::solve_strata(ctx, scratch, &m.name, &tasks, files).await?;
                 (microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?, per_worker)
             }
             None => (microagg::microaggregate(&data, &params).map_err(failed)?, Default::default()),
@@ -356,7 +356,7 @@ async fn nominal_mask(
     let failed = |e: String| Error::data(source, format!("microaggregation `{}`: {e}", m.name));
     let (outcomes, per_worker) = match engine {
         Some((ctx, scratch, files)) => {
-            let (o, w) = crate::dist::ship::anonymise_nominal_strata(ctx, scratch, &m.name, &tasks, files).await?;
+            let (o, w) = crate::cluster::ship::anonymise_nominal_strata(ctx, scratch, &m.name, &tasks, files).await?;
             (o.into_iter().map(|r| r.map_err(failed)).collect::<Result<Vec<_>>>()?, w)
         }
         None => (

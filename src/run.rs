@@ -54,7 +54,7 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     crate::output::check_target(output, job).await?;
     // Solver partitions hold unprotected cells: their scratch location is removed whatever
     // the outcome (a failed removal fails an otherwise successful run).
-    let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(
+    let solve_scratch = Arc::new(crate::cluster::ship::Scratch::for_run(
         output,
         matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)),
     )?);
@@ -75,7 +75,7 @@ async fn run_job_with(
     mode: Option<EngineMode>,
     out: Option<&str>,
     progress: &Progress,
-    solve_scratch: &Arc<crate::dist::ship::Scratch>,
+    solve_scratch: &Arc<crate::cluster::ship::Scratch>,
 ) -> Result<(Staging, Summary)> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
@@ -270,7 +270,7 @@ async fn protect_linked_group(
     staging: &Path,
     report: &mut Report,
     progress: &Progress,
-    (ctx, scratch, files): (&datafusion::prelude::SessionContext, &Arc<crate::dist::ship::Scratch>, usize),
+    (ctx, scratch, files): (&datafusion::prelude::SessionContext, &Arc<crate::cluster::ship::Scratch>, usize),
 ) -> Result<()> {
     let jobs: Vec<&TableJob> = job.tables.iter().filter(|t| group.contains(&t.name)).collect();
     let mut timings = Vec::with_capacity(jobs.len());
@@ -283,7 +283,7 @@ async fn protect_linked_group(
     let first = jobs[0];
     let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
     let start = Instant::now();
-    let solver = crate::dist::ship::SqlSubtableSolver::new(
+    let solver = crate::cluster::ship::SqlSubtableSolver::new(
         ctx.clone(),
         scratch.clone(),
         tokio::runtime::Handle::current(),

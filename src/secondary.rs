@@ -239,13 +239,13 @@ pub fn protect_with(
 /// thread so the engine's runtime stays free to drive the queries.
 pub async fn protect_table(
     ctx: &SessionContext,
-    scratch: &Arc<crate::dist::ship::Scratch>,
+    scratch: &Arc<crate::cluster::ship::Scratch>,
     t: &TableJob,
     mut assessed: AssessedTable,
     apriori: Option<AprioriFile>,
     files: usize,
 ) -> Result<(AssessedTable, Protection)> {
-    let solver = crate::dist::ship::SqlSubtableSolver::new(
+    let solver = crate::cluster::ship::SqlSubtableSolver::new(
         ctx.clone(),
         scratch.clone(),
         tokio::runtime::Handle::current(),
