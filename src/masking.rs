@@ -16,9 +16,10 @@ use arrow::datatypes::{DataType, Field, Float64Type, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use serde_json::json;
 
+use crate::cluster::ship::Executor;
 use crate::error::{nearest, Error, Result};
 use crate::job::{Job, MaskingKind, MicroaggregationJob};
-use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumTask};
+use crate::microagg::nominal_stratum::NominalStratumTask;
 use crate::microagg::{self, MicroaggParams, NumericData};
 use crate::progress::Progress;
 
@@ -115,20 +116,16 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
     Ok(())
 }
 
-/// Where the strata of a numeric microaggregation are solved: the job's engine (executors on
-/// a cluster), a scratch location they can read, and at most this many partition files.
-pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::cluster::ship::Scratch, usize);
-
 /// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its
-/// report. The strata of a numeric data set are solved as partitions through
-/// `engine` (see [`crate::cluster::ship::solve_strata`]); `None` solves them in this process.
-/// Reading the records in input order, the merge, the k-anonymity check and writing stay here.
+/// report. The strata are solved as partitions by `executor` (see
+/// [`crate::cluster::ship::solve_strata`]); reading the records in input order, the merge, the
+/// k-anonymity check and writing stay here.
 pub async fn run_microaggregation(
     job: &Job,
     m: &MicroaggregationJob,
     staging: &Path,
     progress: &Progress,
-    engine: Option<StrataEngine<'_>>,
+    executor: &Executor,
 ) -> Result<serde_json::Value> {
     let stage = progress.stage(&format!("{}: reading microdata", m.name), 1);
     let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
@@ -138,19 +135,13 @@ pub async fn run_microaggregation(
     let stage = progress.stage(&format!("{}: microaggregation (k = {})", m.name, m.k), 1);
     let strata = strata_ids(&batch, &source, m)?;
     let (masked, mut report) = if nominal_kind {
-        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0), engine).await?
+        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0), executor).await?
     } else {
         let (data, params) = numeric_input(&batch, &source, m, strata.as_ref().map(|s| s.0.clone()))?;
         let failed = |e: microagg::MicroaggError| Error::data(&source, format!("microaggregation `{}`: {e}", m.name));
-        let (r, per_worker) = match engine {
-            Some((ctx, scratch, files)) => {
-                let (plan, tasks) = microagg::plan_strata(&data, &params).map_err(failed)?;
-                let (outcomes, per_worker) =
-                    crate::cluster::ship::solve_strata(ctx, scratch, &m.name, &tasks, files).await?;
-                (microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?, per_worker)
-            }
-            None => (microagg::microaggregate(&data, &params).map_err(failed)?, Default::default()),
-        };
+        let (plan, tasks) = microagg::plan_strata(&data, &params).map_err(failed)?;
+        let (outcomes, per_worker) = executor.solve_strata(&m.name, &tasks).await?;
+        let r = microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?;
         let (cols, mut report) = numeric_output(&r, m, &data);
         if !per_worker.is_empty() {
             report["strata_per_worker"] = json!(per_worker);
@@ -304,7 +295,7 @@ async fn nominal_mask(
     source: &str,
     m: &MicroaggregationJob,
     strata: Option<&Vec<u64>>,
-    engine: Option<StrataEngine<'_>>,
+    executor: &Executor,
 ) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
     let n = batch.num_rows();
     let mut dicts: Vec<Vec<String>> = Vec::new();
@@ -354,16 +345,8 @@ async fn nominal_mask(
         })
         .collect();
     let failed = |e: String| Error::data(source, format!("microaggregation `{}`: {e}", m.name));
-    let (outcomes, per_worker) = match engine {
-        Some((ctx, scratch, files)) => {
-            let (o, w) = crate::cluster::ship::anonymise_nominal_strata(ctx, scratch, &m.name, &tasks, files).await?;
-            (o.into_iter().map(|r| r.map_err(failed)).collect::<Result<Vec<_>>>()?, w)
-        }
-        None => (
-            tasks.iter().map(|t| anonymise_stratum(t).map_err(failed)).collect::<Result<Vec<_>>>()?,
-            Default::default(),
-        ),
-    };
+    let (outcomes, per_worker) = executor.anonymise_nominal_strata(&m.name, &tasks).await?;
+    let outcomes = outcomes.into_iter().map(|r| r.map_err(failed)).collect::<Result<Vec<_>>>()?;
     let mut released: Vec<Vec<u32>> = codes.clone();
     let mut reports = Vec::new();
     for (rows, o) in groups.iter().zip(outcomes) {

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::cluster::ship::{Executor, Scratch};
 use crate::engine::{self, EngineOptions};
 use crate::error::{Error, Result};
 use crate::hierarchy::Hierarchy;
@@ -54,10 +55,8 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     crate::output::check_target(output, job).await?;
     // Solver partitions hold unprotected cells: their scratch location is removed whatever
     // the outcome (a failed removal fails an otherwise successful run).
-    let solve_scratch = Arc::new(crate::cluster::ship::Scratch::for_run(
-        output,
-        matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)),
-    )?);
+    let solve_scratch =
+        Arc::new(Scratch::for_run(output, matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)))?);
     progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
     let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
     let removed = match Arc::try_unwrap(solve_scratch) {
@@ -75,7 +74,7 @@ async fn run_job_with(
     mode: Option<EngineMode>,
     out: Option<&str>,
     progress: &Progress,
-    solve_scratch: &Arc<crate::cluster::ship::Scratch>,
+    solve_scratch: &Arc<Scratch>,
 ) -> Result<(Staging, Summary)> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
@@ -95,6 +94,9 @@ async fn run_job_with(
         ..Default::default()
     };
     let hierarchies: HashMap<_, _> = job.hierarchies.clone().into_iter().collect();
+    // Solver work (modular subtables, whole-table protections, microaggregation strata) runs
+    // where the engine runs queries: the executors on a cluster.
+    let executor = Executor { ctx: ctx.clone(), scratch: solve_scratch.clone(), files: job.target_partitions };
     // Tables of a `[[linked]]` group wait here until the whole group is assessed.
     let mut pending: HashMap<String, PendingTable> = HashMap::new();
     for t in &job.tables {
@@ -173,8 +175,7 @@ async fn run_job_with(
         if let Some(group) = linked {
             pending.insert(t.name.clone(), (assessed, apriori, timings));
             if group.iter().all(|n| pending.contains_key(n)) {
-                let engine = (&ctx, solve_scratch, job.target_partitions);
-                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress, engine).await?;
+                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress, &executor).await?;
             }
             continue;
         }
@@ -183,9 +184,7 @@ async fn run_job_with(
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
             // Modular subtables run where the engine runs queries (executors on a cluster).
-            let (a, p) =
-                crate::secondary::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
-                    .await?;
+            let (a, p) = crate::secondary::protect_table(&executor, t, assessed, apriori).await?;
             assessed = a;
             if p.stopped_by_time_limit {
                 let w = time_limit_warning(&t.name, t.time_limit_s);
@@ -211,9 +210,8 @@ async fn run_job_with(
         write_table(staging.dir(), t, &assessed, protection.as_ref(), timings, &mut report)?;
     }
     for m in &job.microaggregations {
-        // Numeric strata run where the engine runs queries (executors on a cluster).
-        let engine = Some((&ctx, solve_scratch.as_ref(), job.target_partitions));
-        let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress, engine).await?;
+        // Strata run where the engine runs queries (executors on a cluster).
+        let r = crate::masking::run_microaggregation(job, m, staging.dir(), progress, &executor).await?;
         report.microaggregations.push(r);
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
@@ -270,7 +268,7 @@ async fn protect_linked_group(
     staging: &Path,
     report: &mut Report,
     progress: &Progress,
-    (ctx, scratch, files): (&datafusion::prelude::SessionContext, &Arc<crate::cluster::ship::Scratch>, usize),
+    executor: &Executor,
 ) -> Result<()> {
     let jobs: Vec<&TableJob> = job.tables.iter().filter(|t| group.contains(&t.name)).collect();
     let mut timings = Vec::with_capacity(jobs.len());
@@ -283,13 +281,7 @@ async fn protect_linked_group(
     let first = jobs[0];
     let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
     let start = Instant::now();
-    let solver = crate::cluster::ship::SqlSubtableSolver::new(
-        ctx.clone(),
-        scratch.clone(),
-        tokio::runtime::Handle::current(),
-        &group.join("+"),
-        files,
-    );
+    let solver = executor.subtable_solver(&group.join("+"));
     let (method, seed, limit, singleton) = (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
     // The solver blocks on engine queries: run it off the runtime's worker threads.
     let (owned, protections) = tokio::task::spawn_blocking(move || {

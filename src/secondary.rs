@@ -9,10 +9,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use datafusion::prelude::SessionContext;
-
+use crate::cluster::ship::Executor;
 use crate::error::{Error, Result};
 use crate::job::{SecondaryMethod, TableJob};
 use crate::rules::{AssessedTable, CellFacts, Rule, Safety};
@@ -234,24 +232,16 @@ pub fn protect_with(
     Ok(p)
 }
 
-/// Protects an assessed table with its secondary method, modular subtables solved through
-/// `ctx` (on the executors of a cluster, in-process otherwise); runs the solver on a blocking
-/// thread so the engine's runtime stays free to drive the queries.
+/// Protects an assessed table with its secondary method, the solver work run by `executor`
+/// (the executors of a cluster, in-process otherwise); runs the solver on a blocking thread so
+/// the engine's runtime stays free to drive the queries.
 pub async fn protect_table(
-    ctx: &SessionContext,
-    scratch: &Arc<crate::cluster::ship::Scratch>,
+    executor: &Executor,
     t: &TableJob,
     mut assessed: AssessedTable,
     apriori: Option<AprioriFile>,
-    files: usize,
 ) -> Result<(AssessedTable, Protection)> {
-    let solver = crate::cluster::ship::SqlSubtableSolver::new(
-        ctx.clone(),
-        scratch.clone(),
-        tokio::runtime::Handle::current(),
-        &t.name,
-        files,
-    );
+    let solver = executor.subtable_solver(&t.name);
     let (name, method, seed, limit, singleton) =
         (t.name.clone(), t.secondary, t.seed, t.time_limit_s, t.singleton_rule);
     tokio::task::spawn_blocking(move || {

@@ -168,6 +168,46 @@ fn partition_schema() -> Arc<Schema> {
     ]))
 }
 
+/// Where solver partitions run: the job's engine session (the executors of a cluster, or this
+/// process), the run's scratch location every executor reads, and at most `files` partition
+/// files per query (the job's target partitions: about executors × concurrent tasks). The one
+/// value the stages hand their solver work to.
+#[derive(Clone)]
+pub struct Executor {
+    /// The job's engine session.
+    pub ctx: SessionContext,
+    /// The run's private scratch location.
+    pub scratch: Arc<Scratch>,
+    /// Partition files per query at most.
+    pub files: usize,
+}
+
+impl Executor {
+    /// A solver shipping the modular subtables (and whole-table protections) of `table`;
+    /// call it from a blocking thread inside the runtime (see [`SqlSubtableSolver::new`]).
+    pub fn subtable_solver(&self, table: &str) -> SqlSubtableSolver {
+        SqlSubtableSolver::new(self.ctx.clone(), self.scratch.clone(), Handle::current(), table, self.files)
+    }
+
+    /// [`solve_strata`] on this executor.
+    pub async fn solve_strata(
+        &self,
+        name: &str,
+        tasks: &[StratumTask],
+    ) -> Result<(Vec<StratumOutcome>, BTreeMap<String, usize>)> {
+        solve_strata(&self.ctx, &self.scratch, name, tasks, self.files).await
+    }
+
+    /// [`anonymise_nominal_strata`] on this executor.
+    pub async fn anonymise_nominal_strata(
+        &self,
+        name: &str,
+        tasks: &[NominalStratumTask],
+    ) -> Result<(Vec<std::result::Result<NominalStratumOutcome, String>>, BTreeMap<String, usize>)> {
+        anonymise_nominal_strata(&self.ctx, &self.scratch, name, tasks, self.files).await
+    }
+}
+
 /// Ships each level of a modular protection through SQL (see the module docs).
 pub struct SqlSubtableSolver {
     ctx: SessionContext,
