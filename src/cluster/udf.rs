@@ -19,7 +19,11 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, Sca
 use rayon::prelude::*;
 
 use super::wire;
-use crate::suppress::{solve_table_task, solve_task};
+use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumOutcome, NominalStratumTask};
+use crate::microagg::{StratumOutcome, StratumTask};
+use crate::suppress::{
+    solve_table_task, solve_task, SubtableOutcome, SubtableTask, SuppressError, TableOutcome, TableTask,
+};
 
 /// SQL name of the subtable solver function.
 pub const SOLVE_SUBTABLE: &str = "sdc_solve_subtable";
@@ -86,107 +90,176 @@ impl PartitionUdf {
     }
 }
 
-/// Microaggregates one stratum payload.
-fn stratum_row(payload: &str) -> std::result::Result<String, String> {
-    let task = wire::decode_stratum(payload)?;
-    let worker = worker_identity();
-    let in_executor = WORKER.get().is_some();
-    if in_executor {
-        eprintln!("sdcflow {worker}: microaggregating a stratum of {} records", task.points.len() / task.cols);
-    }
-    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
-    if delay > 0 {
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-    }
-    let o = crate::microagg::solve_stratum(&task);
-    if in_executor {
-        eprintln!("sdcflow {worker}: stratum {} done: {} groups", task.stratum, o.groups.len());
-    }
-    Ok(wire::encode_stratum_outcome(&o, &worker))
+/// One kind of solver partition: how a payload row becomes a problem, is solved and goes back
+/// as a result row. The contract: [`Self::solve`] is pure (it depends only on the task, so a
+/// partition retried on another executor gives the same bytes) and reports solver errors in
+/// its outcome; only [`Self::decode`] may fail, on a broken payload (a bug or a version
+/// mismatch), which fails the task. [`row`] is the one handler every kind goes through.
+pub trait PartitionTask {
+    /// SQL name of the function.
+    const NAME: &'static str;
+    /// The decoded problem.
+    type Task;
+    /// What solving it gives, solver errors included.
+    type Outcome;
+    /// Parses a payload ([`super::wire`]).
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String>;
+    /// Solves the problem (pure).
+    fn solve(task: &Self::Task) -> Self::Outcome;
+    /// Serialises the outcome with the identity of the process that solved it.
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String;
+    /// The executor's log line before solving.
+    fn started(task: &Self::Task) -> String;
+    /// The executor's log line after solving (`seconds` of wall time).
+    fn finished(task: &Self::Task, outcome: &Self::Outcome, seconds: f64) -> String;
 }
 
-/// Solves one subtable payload; the result row (never fails: solver errors are encoded).
-fn solve_row(payload: &str) -> std::result::Result<String, String> {
-    let task = wire::decode_task(payload)?;
+/// Solves one payload row of kind `P`: the result row (solver errors are encoded in it).
+pub fn row<P: PartitionTask>(payload: &str) -> std::result::Result<String, String> {
+    let task = P::decode(payload)?;
     let worker = worker_identity();
     let in_executor = WORKER.get().is_some();
     if in_executor {
-        eprintln!("sdcflow {worker}: solving a subtable of {} cells", task.local.cells().len());
-    }
-    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
-    if delay > 0 {
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-    }
-    let r = solve_task(&task).map_err(|e| e.to_string());
-    if in_executor {
-        match &r {
-            Ok(o) => eprintln!("sdcflow {worker}: subtable {:?} in {:.3} s", o.status, o.seconds),
-            Err(e) => eprintln!("sdcflow {worker}: subtable failed: {e}"),
-        }
-    }
-    Ok(wire::encode_outcome(&r, &worker))
-}
-
-/// Anonymises one nominal stratum payload.
-fn nominal_row(payload: &str) -> std::result::Result<String, String> {
-    let task = wire::decode_nominal(payload)?;
-    let worker = worker_identity();
-    let in_executor = WORKER.get().is_some();
-    if in_executor {
-        eprintln!("sdcflow {worker}: anonymising a nominal stratum of {} records", task.codes.len() / task.cols.max(1));
-    }
-    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
-    if delay > 0 {
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-    }
-    let r = crate::microagg::nominal_stratum::anonymise_stratum(&task);
-    if in_executor {
-        eprintln!("sdcflow {worker}: nominal stratum {}", if r.is_ok() { "done" } else { "failed" });
-    }
-    Ok(wire::encode_nominal_outcome(&r, &worker))
-}
-
-/// Protects one whole-table payload; the result row (solver errors are encoded).
-fn table_row(payload: &str) -> std::result::Result<String, String> {
-    let task = wire::decode_table_task(payload)?;
-    let worker = worker_identity();
-    let in_executor = WORKER.get().is_some();
-    let cells: usize = task.tables.iter().map(|t| t.cells().len()).sum();
-    if in_executor {
-        eprintln!(
-            "sdcflow {worker}: protecting {} table(s) of {cells} cells ({:?}{})",
-            task.tables.len(),
-            task.opts.method,
-            if task.merged.is_some() { ", completing the merged subtables" } else { "" }
-        );
+        eprintln!("sdcflow {worker}: {}", P::started(&task));
     }
     let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
     if delay > 0 {
         std::thread::sleep(std::time::Duration::from_millis(delay));
     }
     let t0 = std::time::Instant::now();
-    let r = solve_table_task(&task);
+    let outcome = P::solve(&task);
     if in_executor {
-        match &r {
-            Ok(o) => eprintln!(
-                "sdcflow {worker}: table protected and audited in {:.3} s ({} sensitive cells)",
-                t0.elapsed().as_secs_f64(),
-                o.audit.sensitive
-            ),
-            Err(e) => eprintln!("sdcflow {worker}: table protection failed: {e}"),
+        eprintln!("sdcflow {worker}: {}", P::finished(&task, &outcome, t0.elapsed().as_secs_f64()));
+    }
+    Ok(P::encode(&outcome, &worker))
+}
+
+/// A modular subtable (`sdc_solve_subtable`).
+pub struct SubtablePartition;
+
+impl PartitionTask for SubtablePartition {
+    const NAME: &'static str = SOLVE_SUBTABLE;
+    type Task = SubtableTask;
+    type Outcome = std::result::Result<SubtableOutcome, String>;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_task(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        solve_task(task).map_err(|e| e.to_string())
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        format!("solving a subtable of {} cells", task.local.cells().len())
+    }
+    fn finished(_: &Self::Task, outcome: &Self::Outcome, _: f64) -> String {
+        match outcome {
+            Ok(o) => format!("subtable {:?} in {:.3} s", o.status, o.seconds),
+            Err(e) => format!("subtable failed: {e}"),
         }
     }
-    Ok(wire::encode_table_outcome(&r, &worker))
+}
+
+/// A numeric microaggregation stratum (`sdc_microaggregate_stratum`).
+pub struct StratumPartition;
+
+impl PartitionTask for StratumPartition {
+    const NAME: &'static str = MICROAGGREGATE_STRATUM;
+    type Task = StratumTask;
+    type Outcome = StratumOutcome;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_stratum(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        crate::microagg::solve_stratum(task)
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_stratum_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        format!("microaggregating a stratum of {} records", task.points.len() / task.cols)
+    }
+    fn finished(task: &Self::Task, outcome: &Self::Outcome, _: f64) -> String {
+        format!("stratum {} done: {} groups", task.stratum, outcome.groups.len())
+    }
+}
+
+/// A nominal microaggregation stratum (`sdc_anonymise_nominal`).
+pub struct NominalPartition;
+
+impl PartitionTask for NominalPartition {
+    const NAME: &'static str = ANONYMISE_NOMINAL;
+    type Task = NominalStratumTask;
+    type Outcome = std::result::Result<NominalStratumOutcome, String>;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_nominal(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        anonymise_stratum(task)
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_nominal_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        format!("anonymising a nominal stratum of {} records", task.codes.len() / task.cols.max(1))
+    }
+    fn finished(_: &Self::Task, outcome: &Self::Outcome, _: f64) -> String {
+        format!("nominal stratum {}", if outcome.is_ok() { "done" } else { "failed" })
+    }
+}
+
+/// A whole-table protection with its final audit (`sdc_protect_table`).
+pub struct TablePartition;
+
+impl PartitionTask for TablePartition {
+    const NAME: &'static str = PROTECT_TABLE;
+    type Task = TableTask;
+    type Outcome = std::result::Result<TableOutcome, SuppressError>;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_table_task(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        solve_table_task(task)
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_table_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        let cells: usize = task.tables.iter().map(|t| t.cells().len()).sum();
+        format!(
+            "protecting {} table(s) of {cells} cells ({:?}{})",
+            task.tables.len(),
+            task.opts.method,
+            if task.merged.is_some() { ", completing the merged subtables" } else { "" }
+        )
+    }
+    fn finished(_: &Self::Task, outcome: &Self::Outcome, seconds: f64) -> String {
+        match outcome {
+            Ok(o) => format!("table protected and audited in {seconds:.3} s ({} sensitive cells)", o.audit.sensitive),
+            Err(e) => format!("table protection failed: {e}"),
+        }
+    }
+}
+
+/// A row handler: payload → result row ([`row`] of one [`PartitionTask`]).
+type RowHandler = fn(&str) -> std::result::Result<String, String>;
+
+impl PartitionKind {
+    /// The function's SQL name and its row handler.
+    fn handler(self) -> (&'static str, RowHandler) {
+        match self {
+            PartitionKind::Subtable => (SubtablePartition::NAME, row::<SubtablePartition>),
+            PartitionKind::Stratum => (StratumPartition::NAME, row::<StratumPartition>),
+            PartitionKind::Table => (TablePartition::NAME, row::<TablePartition>),
+            PartitionKind::Nominal => (NominalPartition::NAME, row::<NominalPartition>),
+        }
+    }
 }
 
 impl ScalarUDFImpl for PartitionUdf {
     fn name(&self) -> &str {
-        match self.kind {
-            PartitionKind::Subtable => SOLVE_SUBTABLE,
-            PartitionKind::Stratum => MICROAGGREGATE_STRATUM,
-            PartitionKind::Table => PROTECT_TABLE,
-            PartitionKind::Nominal => ANONYMISE_NOMINAL,
-        }
+        self.kind.handler().0
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -200,12 +273,7 @@ impl ScalarUDFImpl for PartitionUdf {
         if input.null_count() > 0 {
             return exec_err!("{}: NULL payload", self.name());
         }
-        let row = match self.kind {
-            PartitionKind::Subtable => solve_row,
-            PartitionKind::Stratum => stratum_row,
-            PartitionKind::Table => table_row,
-            PartitionKind::Nominal => nominal_row,
-        };
+        let row = self.kind.handler().1;
         let rows: Vec<std::result::Result<String, String>> =
             (0..input.len()).into_par_iter().map(|i| row(input.value(i))).collect();
         let mut out = Vec::with_capacity(rows.len());
