@@ -365,15 +365,15 @@ pub fn audit_output(
     let mut table = Table::new(dims.clone(), model)
         .map_err(|e| Error::data(&file, format!("the cells do not form an additive table: {}", e.describe(&dims))))?;
     if let Some(ap) = &t.apriori {
-        let f = crate::secondary::read_apriori(ap, t.apriori_separator, &dims)?;
+        let f = crate::protect::read_apriori(ap, t.apriori_separator, &dims)?;
         let mut entries = Vec::new();
         for l in &f.lines {
             let Some(i) = table.find(&l.coord) else { continue };
             match &l.change {
-                crate::secondary::AprioriChange::Action(a @ AprioriAction::Bounds { .. }) => {
+                crate::protect::AprioriChange::Action(a @ AprioriAction::Bounds { .. }) => {
                     entries.push(AprioriEntry { coord: l.coord.clone(), action: a.clone() })
                 }
-                crate::secondary::AprioriChange::Action(AprioriAction::Protection { lpl, upl, spl }) => {
+                crate::protect::AprioriChange::Action(AprioriAction::Protection { lpl, upl, spl }) => {
                     // As in the run: `PL` raises a primary's levels, never lowers them.
                     let cell = &table.cells()[i];
                     if cell.status == CellStatus::Primary {

@@ -164,9 +164,9 @@ async fn run_job_with(
         let mut assessed = assess(&t.safety, cells);
         let apriori = match &t.apriori {
             Some(path) => {
-                let dims = crate::secondary::dimensions(&assessed.cells);
-                let f = crate::secondary::read_apriori(path, t.apriori_separator, &dims)?;
-                crate::secondary::apply_apriori_statuses(&t.safety, &mut assessed, &f)?;
+                let dims = crate::protect::dimensions(&assessed.cells);
+                let f = crate::protect::read_apriori(path, t.apriori_separator, &dims)?;
+                crate::protect::apply_apriori_statuses(&t.safety, &mut assessed, &f)?;
                 Some(f)
             }
             None => None,
@@ -184,14 +184,14 @@ async fn run_job_with(
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
             // Modular subtables run where the engine runs queries (executors on a cluster).
-            let (a, p) = crate::secondary::protect_table(&executor, t, assessed, apriori).await?;
+            let (a, p) = crate::protect::protect_table(&executor, t, assessed, apriori).await?;
             assessed = a;
             if p.stopped_by_time_limit {
                 let w = time_limit_warning(&t.name, t.time_limit_s);
                 progress.warn(&w);
                 report.warnings.push(w);
             }
-            if let Some(w) = crate::secondary::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
+            if let Some(w) = crate::protect::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
                 progress.warn(&w);
                 report.warnings.push(w);
             }
@@ -238,7 +238,7 @@ type Timings = BTreeMap<String, f64>;
 
 /// A table of a `[[linked]]` group waiting for the rest of its group: assessed cells, its
 /// a-priori file and its timings so far.
-type PendingTable = (AssessedTable, Option<crate::secondary::AprioriFile>, Timings);
+type PendingTable = (AssessedTable, Option<crate::protect::AprioriFile>, Timings);
 
 /// Writes one protected table into the staging directory and adds its report.
 fn write_table(
@@ -285,9 +285,9 @@ async fn protect_linked_group(
     let (method, seed, limit, singleton) = (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
     // The solver blocks on engine queries: run it off the runtime's worker threads.
     let (owned, protections) = tokio::task::spawn_blocking(move || {
-        let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =
+        let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::protect::AprioriFile>)> =
             owned.iter_mut().map(|(n, a, f)| (n.as_str(), a, f.as_ref())).collect();
-        let ps = crate::secondary::protect_linked(&mut refs, method, seed, limit, singleton, &solver);
+        let ps = crate::protect::protect_linked(&mut refs, method, seed, limit, singleton, &solver);
         ps.map(|ps| (owned, ps))
     })
     .await
@@ -300,7 +300,7 @@ async fn protect_linked_group(
         report.warnings.push(w);
     }
     for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
-        if let Some(w) = crate::secondary::detail_warning(&t.name, &a, p.suppressed_value_share) {
+        if let Some(w) = crate::protect::detail_warning(&t.name, &a, p.suppressed_value_share) {
             progress.warn(&w);
             report.warnings.push(w);
         }
