@@ -23,7 +23,6 @@
 //! plans that contain them.
 #![warn(missing_docs)]
 
-pub mod audit_cmd;
 pub mod cluster;
 pub mod engine;
 pub mod error;
@@ -34,11 +33,9 @@ pub mod job;
 pub mod lp;
 pub mod masking;
 pub mod microagg;
-pub mod output;
 pub mod progress;
 pub mod protect;
 pub mod publish;
-pub mod report;
 pub mod report_html;
 pub mod rng;
 pub mod rules;

@@ -339,9 +339,9 @@ async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
         }
         Command::Audit { cells, job, table, out, levels_only } => {
             let j = Job::load(&job).with_context(|| format!("loading job {}", job.display()))?;
-            let o = sdcflow::audit_cmd::audit_output(&cells, &j, table.as_deref(), !levels_only, &progress)?;
+            let o = sdcflow::publish::audit::audit_output(&cells, &j, table.as_deref(), !levels_only, &progress)?;
             if let Some(path) = &out {
-                sdcflow::audit_cmd::write_outcome(&o, path)?;
+                sdcflow::publish::audit::write_outcome(&o, path)?;
             }
             if verbosity > Verbosity::Quiet {
                 if out.is_none() {

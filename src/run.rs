@@ -2,7 +2,7 @@
 //!
 //! Each table is tabulated by DataFusion, assessed with its safety rules, and written into a
 //! staging area; only when every table is complete and checked are the outputs committed to the
-//! output location (see [`crate::output`]). A failing table fails the run and nothing is
+//! output location (see [`crate::publish::staging`]). A failing table fails the run and nothing is
 //! published.
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,10 +15,10 @@ use crate::engine::{self, EngineOptions};
 use crate::error::{Error, Result};
 use crate::hierarchy::Hierarchy;
 use crate::job::{EngineMode, Job, TableJob, TableSource};
-use crate::output::Staging;
 use crate::progress::Progress;
+use crate::publish::report::{Report, TableReport};
+use crate::publish::staging::Staging;
 use crate::publish::{TableWriter, Tally};
-use crate::report::{Report, TableReport};
 use crate::rules::{assess, AssessedTable};
 use crate::tabulate::{self, TableQuery};
 
@@ -47,12 +47,12 @@ pub struct Summary {
 
 /// Runs `job`. `mode` overrides the job's engine mode (e.g. `--cluster`).
 ///
-/// The output location is checked before any work ([`crate::output::check_target`]), and the
+/// The output location is checked before any work ([`crate::publish::staging::check_target`]), and the
 /// outputs are committed as the very last step, after the solver scratch is removed: a run that
 /// reports a failure has published nothing.
 pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, progress: &Progress) -> Result<Summary> {
     let output = out.unwrap_or(&job.output);
-    crate::output::check_target(output, job).await?;
+    crate::publish::staging::check_target(output, job).await?;
     // Solver partitions hold unprotected cells: their scratch location is removed whatever
     // the outcome (a failed removal fails an otherwise successful run).
     let solve_scratch =

@@ -191,7 +191,7 @@ fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
     let bytes = if name.starts_with("s3://") {
         // An object-store output is read through its manifest (the published run).
         let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
-        tokio::task::block_in_place(|| handle.block_on(crate::output::read_location(&name)))?
+        tokio::task::block_in_place(|| handle.block_on(crate::publish::staging::read_location(&name)))?
     } else {
         std::fs::read(path).map_err(|e| Error::io(path, e))?
     };
