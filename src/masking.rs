@@ -7,7 +7,6 @@
 //! a single-partition DataFusion session: files are scanned one after another in path order.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -104,29 +103,17 @@ fn replace(batch: &RecordBatch, new: &HashMap<String, ArrayRef>) -> Result<Recor
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
-fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::SNAPPY)
-        .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))?;
-    w.write(batch)?;
-    w.close()?;
-    Ok(())
-}
-
-/// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its
-/// report. The strata are solved as partitions by `executor` (see
-/// [`crate::cluster::ship::solve_strata`]); reading the records in input order, the merge, the
-/// k-anonymity check and writing stay here.
+/// Runs one `[[microaggregation]]`; returns the masked records (the input rows in input order,
+/// checked k-anonymous) and the report, which the publishing stage completes with the file it
+/// writes. The strata are solved as partitions by `executor` (see
+/// [`crate::cluster::ship::solve_strata`]); reading the records in input order, the merge and
+/// the k-anonymity check stay here.
 pub async fn run_microaggregation(
     job: &Job,
     m: &MicroaggregationJob,
-    staging: &Path,
     progress: &Progress,
     executor: &Executor,
-) -> Result<serde_json::Value> {
+) -> Result<(RecordBatch, serde_json::Value)> {
     let stage = progress.stage(&format!("{}: reading microdata", m.name), 1);
     let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
     stage.finish();
@@ -151,18 +138,14 @@ pub async fn run_microaggregation(
     stage.finish();
     let out = replace(&batch, &masked)?;
     verify_written(&out, m, strata.as_ref().map(|s| &s.0))?;
-    let dir = staging.join(crate::publish::PUBLISH).join(&m.name);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    write_parquet(&dir.join("masked.parquet"), &out)?;
     if let serde_json::Value::Object(o) = &mut report {
         o.insert("name".into(), json!(m.name));
         o.insert("rows".into(), json!(batch.num_rows()));
         o.insert("variables".into(), json!(m.variables));
         o.insert("strata".into(), json!(strata.as_ref().map(|s| s.1.len())));
-        o.insert("file".into(), json!(format!("{}/{}/masked.parquet", crate::publish::PUBLISH, m.name)));
         o.insert("seconds".into(), json!(start.elapsed().as_secs_f64()));
     }
-    Ok(report)
+    Ok((out, report))
 }
 
 /// Independent check on the values about to be written: every combination of the aggregated

@@ -221,6 +221,34 @@ pub fn table_files(table: &str) -> [String; 2] {
     [format!("{CONFIDENTIAL}/{table}/cells.parquet"), format!("{PUBLISH}/{table}/published.csv")]
 }
 
+/// The masked microdata of data set `name`, relative to the output location.
+pub fn masked_file(name: &str) -> String {
+    format!("{PUBLISH}/{name}/masked.parquet")
+}
+
+/// Writes the masked microdata of data set `name` below the output (staging) directory `root`
+/// ([`masked_file`]); returns the file relative to the output.
+pub fn write_masked(root: &Path, name: &str, batch: &RecordBatch) -> Result<String> {
+    let rel = masked_file(name);
+    let path = root.join(&rel);
+    let dir = path.parent().expect("below a folder");
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    write_parquet(&path, batch)?;
+    Ok(rel)
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+    w.write(batch)?;
+    w.close()?;
+    Ok(())
+}
+
 /// Writes `cells.parquet` and `published.csv` of one table chunk by chunk.
 pub struct TableWriter {
     csv_path: PathBuf,
