@@ -18,8 +18,10 @@ use crate::microagg::{self, MicroaggParams, Standardisation};
 use crate::rules::Safety;
 use crate::suppress::Method;
 
-/// The job file as written.
-#[derive(Debug, Clone, Deserialize)]
+/// The job file as written. `Default` (nothing to read, do or write) is a start for jobs built
+/// in code, e.g. `JobSpec { input, output, table: vec![t], ..Default::default() }`; every key
+/// left out takes the default documented here, as in a job file.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     /// Where the microdata comes from.
@@ -54,7 +56,7 @@ pub struct LinkedSpec {
 }
 
 /// `[input]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputSpec {
     /// Parquet file, directory, glob, or `s3://bucket/prefix/`; registered as table `microdata`.
@@ -68,7 +70,7 @@ pub struct InputSpec {
 }
 
 /// `[[hierarchy]]`: exactly one of `levels`, `file`, `mapping`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HierarchyEntry {
     /// The explanatory variable.
@@ -84,7 +86,7 @@ pub struct HierarchyEntry {
 }
 
 /// `[[table]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpec {
     /// Table name: the output sub-directory.
@@ -116,7 +118,7 @@ pub struct TableSpec {
 }
 
 /// `[[microaggregation]]`: numeric (MDAV family) or nominal (two-step k-anonymity).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MicroaggregationSpec {
     /// Data set name: the output sub-directory.
@@ -262,7 +264,7 @@ impl Default for SecondarySpec {
 }
 
 /// `[output]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     /// Output directory or `s3://bucket/prefix`.
