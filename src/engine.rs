@@ -107,10 +107,13 @@ pub async fn register_microdata(ctx: &SessionContext, location: &str, csv_delimi
             .await
             .map_err(|e| Error::data(location, format!("cannot read as CSV: {e}")))?;
     } else {
+        let extension = if is_file { "" } else { ".parquet" };
         if local && !is_file && !has_glob(location) {
             check_parquet_parts(std::path::Path::new(location))?;
+        } else if !is_file {
+            check_listed_parquet_parts(ctx, location, extension).await?;
         }
-        let opts = ParquetReadOptions::default().file_extension(if is_file { "" } else { ".parquet" });
+        let opts = ParquetReadOptions::default().file_extension(extension);
         ctx.register_parquet("microdata", location, opts)
             .await
             .map_err(|e| Error::data(location, format!("cannot read as Parquet: {e}")))?;
@@ -128,30 +131,77 @@ fn check_parquet_parts(dir: &std::path::Path) -> Result<()> {
     let mut parts = Vec::new();
     collect_parquet_files(dir, &mut parts)?;
     parts.sort();
-    let mut columns: Vec<(std::path::PathBuf, Vec<String>)> = Vec::new();
+    let mut columns: Vec<(String, Vec<String>)> = Vec::new();
     for part in &parts {
         let shown = part.display().to_string();
         let file = std::fs::File::open(part).map_err(|e| Error::data(&shown, format!("cannot be opened: {e}")))?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if len == 0 {
-            return Err(Error::data(&shown, "the Parquet part is empty (0 bytes); remove it or write it again"));
+            return Err(empty_part(&shown));
         }
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| Error::data(&shown, format!("cannot read as Parquet: {e}")))?;
         let names = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
-        columns.push((part.clone(), names));
+        columns.push((shown, names));
     }
+    check_part_columns(&columns)
+}
+
+/// [`check_parquet_parts`] for a glob (`data/*.parquet`) or an object-store location
+/// (`s3://bucket/prefix/`): the parts DataFusion will read, listed through the same object
+/// store, each checked from its footer (fetched by range, never the whole part).
+async fn check_listed_parquet_parts(ctx: &SessionContext, location: &str, extension: &str) -> Result<()> {
+    use datafusion::datasource::listing::ListingTableUrl;
+    use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+    use futures::TryStreamExt;
+
+    let url =
+        ListingTableUrl::parse(location).map_err(|e| Error::data(location, format!("not a valid location: {e}")))?;
+    let store = ctx
+        .runtime_env()
+        .object_store(url.object_store())
+        .map_err(|e| Error::Store { url: location.into(), message: e.to_string() })?;
+    let state = ctx.state();
+    let listed = async { url.list_all_files(&state, store.as_ref(), extension).await?.try_collect::<Vec<_>>().await };
+    let mut parts = listed.await.map_err(|e| Error::data(location, format!("cannot list the Parquet parts: {e}")))?;
+    parts.sort_by(|a, b| a.location.cmp(&b.location));
+    // A part as users wrote it: `s3://bucket/key`, or an absolute local path.
+    let shown = |key: &object_store::path::Path| match url.get_url().scheme() {
+        "file" => format!("/{key}"),
+        scheme => format!("{scheme}://{}/{key}", url.get_url().host_str().unwrap_or_default()),
+    };
+    let mut columns: Vec<(String, Vec<String>)> = Vec::new();
+    for part in parts {
+        let name = shown(&part.location);
+        if part.size == 0 {
+            return Err(empty_part(&name));
+        }
+        let schema = DFParquetMetadata::new(store.as_ref(), &part)
+            .fetch_schema()
+            .await
+            .map_err(|e| Error::data(&name, format!("cannot read as Parquet: {e}")))?;
+        let names = schema.fields().iter().map(|f| f.name().clone()).collect();
+        columns.push((name, names));
+    }
+    check_part_columns(&columns)
+}
+
+fn empty_part(shown: &str) -> Error {
+    Error::data(shown, "the Parquet part is empty (0 bytes); remove it or write it again")
+}
+
+/// Every part (named as shown, with its column names) has the columns of every other part.
+fn check_part_columns(columns: &[(String, Vec<String>)]) -> Result<()> {
     let mut errs = Vec::new();
-    for (part, names) in &columns {
-        for (other, other_names) in &columns {
+    for (part, names) in columns {
+        for (other, other_names) in columns {
             let missing: Vec<&String> = other_names.iter().filter(|n| !names.contains(n)).collect();
             if !missing.is_empty() {
                 errs.push(Error::data(
-                    part.display().to_string(),
+                    part,
                     format!(
-                        "the Parquet part has no column {} (present in {}); all parts need the same columns",
+                        "the Parquet part has no column {} (present in {other}); all parts need the same columns",
                         missing.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
-                        other.display()
                     ),
                 ));
                 break;

@@ -158,8 +158,34 @@ fn solver_options(
     Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
 }
 
+/// The joint model's error for users (a `[[linked]]` group named `group`): the joint cell the
+/// solver names (see [`suppress::linked::joint_cells`]) becomes its table and codes, e.g.
+/// `table "a": dept=0102, sex=1`.
+fn linked_protection_error(group: &str, e: SuppressError, names: &[&str], models: &[Table]) -> Error {
+    let owners = suppress::linked::joint_cells(models);
+    let name = |g: usize| {
+        owners.get(g).map(|&(t, i)| {
+            let m = &models[t];
+            format!("table \"{}\": {}", names[t], crate::table::cell_codes(m.dims(), &m.cells()[i].coord))
+        })
+    };
+    let located = match &e {
+        SuppressError::Infeasible { cell, .. } => name(*cell),
+        SuppressError::Unprotected { first, .. } => name(*first),
+        _ => None,
+    };
+    let message = match (e, located) {
+        (SuppressError::Infeasible { why, .. }, Some(c)) => format!("cell ({c}) cannot be protected: {why}"),
+        (SuppressError::Unprotected { method, count, .. }, Some(c)) => {
+            format!("{method:?} left {count} sensitive cells under-protected (first: cell ({c}))")
+        }
+        (e, _) => return protection_error(group, e, None),
+    };
+    Error::Protection { table: group.into(), message }
+}
+
 /// The solver's error for users: cells named by their codes when `model` (a single table) is
-/// known; a joint linked model has no codes of its own and keeps the solver's wording.
+/// known; a joint linked model goes through [`linked_protection_error`].
 fn protection_error(table_name: &str, e: SuppressError, model: Option<&Table>) -> Error {
     let message = match (e, model) {
         (SuppressError::Input(m), _) => m,
@@ -266,7 +292,8 @@ pub fn protect_linked(
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let cells = models.iter().map(|t| t.cells().len()).sum();
     let opts = solver_options(method, cells, seed, time_limit_s, singleton_rule)?;
-    let ps = suppress::protect_linked_with(&models, &opts, solver).map_err(|e| protection_error(&group, e, None))?;
+    let ps = suppress::protect_linked_with(&models, &opts, solver)
+        .map_err(|e| linked_protection_error(&group, e, &names, &models))?;
     for p in &ps {
         check_clean(&group, p)?;
     }

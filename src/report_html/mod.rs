@@ -22,7 +22,18 @@ use crate::publish::report::{Report, TableReport};
 /// replaced by a rename, so a reader never sees half of it. Returns the page's path.
 pub fn render_output(out: &Path) -> Result<PathBuf> {
     let json = out.join("report.json");
-    let text = std::fs::read(&json).map_err(|e| Error::io(&json, e))?;
+    let text = std::fs::read(&json).map_err(|e| match e.kind() {
+        // A wrong argument, not a failing disk: an input error (exit 2) saying what is expected.
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => Error::data(
+            json.display().to_string(),
+            format!(
+                "not found: {} is not the output directory of a sdcflow run (it has no report.json); pass the \
+                 `[output] dir` of a run",
+                out.display()
+            ),
+        ),
+        _ => Error::io(&json, e),
+    })?;
     let report: Report = serde_json::from_slice(&text)
         .map_err(|e| Error::data(json.display().to_string(), format!("not an sdcflow report: {e}")))?;
     let page = out.join("report.html");

@@ -20,6 +20,8 @@
 //! the repair loops and the exact method consume. Reported intervals are capped at the
 //! requirement unless [`AuditOptions::exact_intervals`] asks for the exact ones.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 
 use crate::table::relations::FastMap;
@@ -127,6 +129,7 @@ pub(crate) fn audit_problem(
     opts: &AuditOptions,
 ) -> Result<AuditReport, SuppressError> {
     let mut a = Auditor::new(p, sup.to_vec());
+    a.checked = Some(Checked::new(2 * p.sens.len()));
     a.exact = opts.exact_intervals;
     a.lp_only = opts.lp_only;
     a.check()?;
@@ -168,6 +171,46 @@ pub(crate) struct Failure {
     pub cut: Option<Cut>,
 }
 
+/// The running count of a final audit, for its progress lines
+/// ([`crate::progress::solver_progress`], at most one per interval): bounds (a sensitive cell's
+/// lower or upper protection level) decided out of all. Counts only, never a value.
+struct Checked {
+    total: usize,
+    done: AtomicUsize,
+}
+
+impl Checked {
+    fn new(total: usize) -> Self {
+        Self { total, done: AtomicUsize::new(0) }
+    }
+
+    /// `n` more bounds decided (called from the LP loops, on any thread).
+    fn add(&self, n: usize) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        self.report(done);
+    }
+
+    /// `done` bounds decided in all (after a phase, from the certificates).
+    fn set(&self, done: usize) {
+        self.done.store(done, Ordering::Relaxed);
+        self.report(done);
+    }
+
+    fn report(&self, done: usize) {
+        let total = self.total;
+        crate::progress::solver_progress("audit", || {
+            format!("{} of {total} protection bounds of sensitive cells checked", done.min(total))
+        });
+    }
+}
+
+/// Reports `n` more decided bounds to an optional running count.
+fn tick(checked: Option<&Checked>, n: usize) {
+    if let Some(c) = checked {
+        c.add(n);
+    }
+}
+
 /// Incremental audit state over a changing pattern (see the module doc).
 pub(crate) struct Auditor<'p, 'a> {
     p: &'p Problem<'a>,
@@ -197,6 +240,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// one LP per target). Cleanups lower it: a dropped cell often invalidates one shared
     /// witness with dozens of users, which one batch LP per ball re-certifies.
     pub group_min: usize,
+    /// Running count for progress lines: only a final audit ([`audit_problem`]) has one, not
+    /// the repeated audits inside a method.
+    checked: Option<Checked>,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -240,6 +286,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             lp_only: false,
             local_first: p.n() > LOCAL_FIRST_CELLS,
             group_min: 65,
+            checked: None,
         }
     }
 
@@ -667,6 +714,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         let balls: Vec<(Vec<u32>, Vec<u32>)> =
             todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
         let sup = &self.sup;
+        let checked = self.checked.as_ref();
         let res: Vec<(crate::suppress::attacker::Attack, Option<Cut>)> = todo
             .par_iter()
             .zip(balls)
@@ -676,7 +724,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 let dir = if d == 0 { -1.0 } else { 1.0 };
                 let n = need(s, d);
                 let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
-                lp.single(p, &x, s.cell, dir, n, n)
+                let r = lp.single(p, &x, s.cell, dir, n, n);
+                tick(checked, 1);
+                r
             })
             .collect::<Result<_, SuppressError>>()?;
         self.lps += res.len();
@@ -695,10 +745,19 @@ impl<'p, 'a> Auditor<'p, 'a> {
         Ok(())
     }
 
+    /// Sets the running count (if any) to the bounds decided so far.
+    fn sync_checked(&self) {
+        if let Some(c) = &self.checked {
+            c.set(self.certs.iter().flatten().filter(|c| !matches!(c, Cert::Unknown)).count());
+        }
+    }
+
     /// Certifies every unknown target; returns the shortfalls (empty = protected).
     pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        self.sync_checked();
         if !self.exact && !self.lp_only {
             self.solve_witnesses();
+            self.sync_checked();
         }
         if self.local_first && !self.exact {
             for (hops, max) in BALLS {
@@ -706,9 +765,11 @@ impl<'p, 'a> Auditor<'p, 'a> {
                     break;
                 }
                 self.solve_local(hops, max)?;
+                self.sync_checked();
             }
         }
         self.solve_unknown()?;
+        self.sync_checked();
         let mut out = Vec::new();
         for (k, c) in self.certs.iter().enumerate() {
             for d in c.iter() {
@@ -778,8 +839,14 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 groups[ci][d].push((k, d));
             }
         }
-        let batch: Vec<BatchOut> =
-            groups.par_iter().enumerate().map(|(ci, g)| run_batches(p, &lps[ci], g)).collect::<Result<_, _>>()?;
+        // The bounds decided so far (the trivial ones above), then a running count in the LPs.
+        self.sync_checked();
+        let checked = self.checked.as_ref();
+        let batch: Vec<BatchOut> = groups
+            .par_iter()
+            .enumerate()
+            .map(|(ci, g)| run_batches(p, &lps[ci], g, checked))
+            .collect::<Result<_, _>>()?;
         for (ci, out) in batch.into_iter().enumerate() {
             self.lps += out.lps;
             for (w, users) in out.witnesses {
@@ -794,6 +861,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         singles.sort_unstable();
         // Phase B: one LP per remaining (target, direction).
         let exact = self.exact;
+        let checked = self.checked.as_ref();
         let res: Vec<_> = singles
             .par_iter()
             .map(|&(ci, k, d)| {
@@ -803,7 +871,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
                 let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
                 let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
-                lps[ci].single(p, &x, s.cell, dir, cap, cut_at)
+                let r = lps[ci].single(p, &x, s.cell, dir, cap, cut_at);
+                tick(checked, 1);
+                r
             })
             .collect::<Result<_, _>>()?;
         self.lps += res.len();
@@ -931,7 +1001,12 @@ struct BatchOut {
     lps: usize,
 }
 
-fn run_batches(p: &Problem, lp: &CompLp, groups: &[Vec<(usize, usize)>]) -> Result<BatchOut, SuppressError> {
+fn run_batches(
+    p: &Problem,
+    lp: &CompLp,
+    groups: &[Vec<(usize, usize)>],
+    checked: Option<&Checked>,
+) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
     for g in groups {
         let mut g = g.clone();
@@ -958,6 +1033,7 @@ fn run_batches(p: &Problem, lp: &CompLp, groups: &[Vec<(usize, usize)>]) -> Resu
             if done.is_empty() {
                 break;
             }
+            tick(checked, done.len());
             let users = done.iter().map(|&(k, d)| (k, d, need(&p.sens[k], d))).collect();
             out.witnesses.push((w, users));
             g = rest;

@@ -453,11 +453,12 @@ impl<'p, 'a> Work<'p, 'a> {
                     return Err(SuppressError::Infeasible {
                         cell: s.cell as usize,
                         coord: Vec::new(),
+                        // A share, not the level: levels derive from the cell's value, and
+                        // messages and logs never carry values (issue 13 item 10).
                         why: format!(
-                            "its protection level {} exceeds what suppressing every allowed \
-                             cell can give ({})",
-                            cut.rhs,
-                            lhs + avail
+                            "suppressing every cell allowed to be suppressed gives the attacker only {:.0} % \
+                             of the range its protection level requires",
+                            100.0 * (lhs + avail).max(0.0) / cut.rhs
                         ),
                     });
                 }

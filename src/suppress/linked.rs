@@ -34,8 +34,17 @@ fn key(t: &Table, i: usize) -> Vec<(String, String)> {
     k
 }
 
-/// The joint system: global problem and, per table, the global id of each cell.
-fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressError> {
+/// A cell key for messages: `dept=0102, sex=1` (`Total` when every dimension is at its total).
+fn key_text(k: &[(String, String)]) -> String {
+    if k.is_empty() {
+        return "Total".into();
+    }
+    k.iter().map(|(v, c)| format!("{v}={c}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Per table, the joint id of each cell; and per joint id, the table and cell it was first
+/// seen in (its owner).
+fn index(tables: &[Table]) -> (Vec<Vec<u32>>, Vec<(usize, usize)>) {
     let mut ids: FastMap<Vec<(String, String)>, u32> = FastMap::default();
     let mut maps = Vec::new();
     let mut owner: Vec<(usize, usize)> = Vec::new();
@@ -50,6 +59,37 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
         }
         maps.push(m);
     }
+    (maps, owner)
+}
+
+/// The joint model's cell → `(table, cell)` map: for each cell of the joint system of
+/// `tables` (the index a [`SuppressError::Infeasible`] or [`SuppressError::Unprotected`] of
+/// a linked group carries), the first table that has it and its index there. Why: errors of
+/// the joint model must name a table and the cell's codes, never solver indices; the map is
+/// rebuilt from the tables alone (no solver), so the client can name cells of a joint model
+/// solved on an executor.
+pub fn joint_cells(tables: &[Table]) -> Vec<(usize, usize)> {
+    index(tables).1
+}
+
+/// A solver error on one table of a linked group, rewritten for the joint model: the cell
+/// indices it carries become joint ids (the convention of linked errors, see [`joint_cells`]).
+fn to_joint(e: SuppressError, map: &[u32]) -> SuppressError {
+    let joint = |i: usize| map.get(i).map_or(i, |&g| g as usize);
+    match e {
+        SuppressError::Infeasible { cell, why, .. } => {
+            SuppressError::Infeasible { cell: joint(cell), coord: Vec::new(), why }
+        }
+        SuppressError::Unprotected { method, count, first } => {
+            SuppressError::Unprotected { method, count, first: joint(first) }
+        }
+        e => e,
+    }
+}
+
+/// The joint system: global problem and, per table, the global id of each cell.
+fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressError> {
+    let (maps, owner) = index(tables);
     let n = owner.len();
     let rank = |s: CellStatus| match s {
         CellStatus::Primary => 4,
@@ -73,9 +113,9 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
             let v0 = tables[oi].cells()[oc].value;
             if (v0 - c.value).abs() > 1e-6 * v0.abs().max(1.0) {
                 return Err(SuppressError::Input(format!(
-                    "common cell {:?} has value {} in table {oi} and {} in table {ti}",
-                    key(t, i),
-                    v0,
+                    "common cell ({}) has value {v0} in one linked table and {} in another; linked tables \
+                     must agree on their common cells",
+                    key_text(&key(t, i)),
                     c.value
                 )));
             }
@@ -83,8 +123,8 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
                 || status[g] == CellStatus::Protected && c.status == CellStatus::Primary
             {
                 return Err(SuppressError::Input(format!(
-                    "common cell {:?} is primary in one table and force-published in another",
-                    key(t, i)
+                    "common cell ({}) is primary in one linked table and force-published in another",
+                    key_text(&key(t, i))
                 )));
             }
             if rank(c.status) > rank(status[g]) {
@@ -215,8 +255,8 @@ pub(crate) fn audit_joint(
             let now = s.is_suppressed();
             if sup[g].is_some_and(|before| before != now) {
                 return Err(SuppressError::Input(format!(
-                    "common cell {:?} is suppressed in one linked table and published in another",
-                    key(&tables[ti], i)
+                    "common cell ({}) is suppressed in one linked table and published in another",
+                    key_text(&key(&tables[ti], i))
                 )));
             }
             sup[g] = Some(now);
@@ -245,7 +285,7 @@ fn modular_linked(
                 }
             }
             let left = ProtectOptions { time_limit_s: deadline.left_s(), ..opts.clone() };
-            let prot = super::protect(&t2, &left)?;
+            let prot = super::protect(&t2, &left).map_err(|e| to_joint(e, &maps[ti]))?;
             if prot.stopped_by_time_limit {
                 deadline.record_hit();
             }

@@ -130,7 +130,7 @@ impl Default for ProtectOptions {
             cleanup_trials: None,
             master_solves: default_master_solves(),
             mip_nodes: default_mip_nodes(),
-            modular_inner: Method::Fast,
+            modular_inner: Method::Optimal,
             optimal_max_cells: 2000,
             construction: Construction::Auto,
         }

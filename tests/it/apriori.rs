@@ -237,3 +237,43 @@ fn issue_13_apriori_protection_levels_never_lower_the_rules_levels() {
     let (code, out, err) = run(&["audit", "out/confidential/t/cells.parquet", "--job", "job.toml"], d.path());
     assert_eq!(code, 0, "{out}\n{err}");
 }
+
+/// Issue 13 item 13: `sdcflow audit` reports a running count inside its attacker-LP loop (on
+/// stderr, counts only: never a cell value), and the count changes no output.
+#[test]
+fn issue_13_audit_reports_a_running_count_of_checked_bounds() {
+    let d = tempfile::tempdir().unwrap();
+    let data = setup(d.path());
+    write_job(d.path(), &job(&data, "out", ""));
+    let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let mut outputs = Vec::new();
+    for (interval, file) in [("0", "a.json"), ("3600", "b.json")] {
+        let o = sdcflow()
+            .args(["audit", "out/confidential/t/cells.parquet", "--job", "job.toml", "--out", file])
+            .env("SDCFLOW_PROGRESS_INTERVAL_S", interval)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        let counts: Vec<&str> = err.lines().filter(|l| l.contains("] audit: ")).collect();
+        if interval == "0" {
+            assert!(!counts.is_empty(), "no running count: {err}");
+            for l in &counts {
+                // `[hh:mm:ss] audit: N of M protection bounds of sensitive cells checked`
+                let rest = l.split_once("] audit: ").unwrap().1;
+                let words: Vec<&str> = rest.split(' ').collect();
+                assert_eq!(words[1], "of", "{l}");
+                assert!(words[0].parse::<u64>().is_ok() && words[2].parse::<u64>().is_ok(), "{l}");
+                assert_eq!(words[3..].join(" "), "protection bounds of sensitive cells checked", "{l}");
+            }
+            let last = counts.last().unwrap().split(' ').collect::<Vec<_>>();
+            assert_eq!(last[2], last[4], "the count ends at the total: {err}");
+        } else {
+            assert!(counts.is_empty(), "{err}");
+        }
+        outputs.push((String::from_utf8_lossy(&o.stdout).to_string(), std::fs::read(d.path().join(file)).unwrap()));
+    }
+    assert_eq!(outputs[0], outputs[1], "progress lines changed the audit's output");
+}

@@ -331,6 +331,31 @@ fn issue_13_parquet_part_missing_a_column() {
     );
 }
 
+/// The part checks also hold when the microdata is a glob (`parts/*.parquet`): the empty
+/// part, then a part missing columns, is one input error naming the part.
+#[test]
+fn issue_13_parquet_part_checks_hold_for_a_glob() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    std::fs::create_dir(d.path().join("parts")).unwrap();
+    std::fs::rename(d.path().join("m.parquet"), d.path().join("parts/a.parquet")).unwrap();
+    std::fs::write(d.path().join("parts/b.parquet"), "").unwrap();
+    let text = job("parts/*.parquet", "response = \"salary\"", "", "FREQ(3,10)");
+    write_job(d.path(), &text);
+    let (_, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(err.matches("b.parquet").count(), 1, "one error naming the part: {err}");
+    expect_input_error(d.path(), &text, &["parts/b.parquet", "the Parquet part is empty (0 bytes)"]);
+    write_parquet(
+        &d.path().join("parts/b.parquet"),
+        vec![Col::Str("geo", vec!["1101".into()]), Col::Str("sex", vec!["1".into()])],
+    );
+    expect_input_error(
+        d.path(),
+        &text,
+        &["parts/b.parquet", "has no column \"salary\", \"label\" (present in", "parts/a.parquet"],
+    );
+}
+
 #[test]
 fn issue_13_audit_of_a_nan_value_is_an_input_error() {
     let d = tempfile::tempdir().unwrap();

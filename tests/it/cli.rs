@@ -150,3 +150,59 @@ fn unreachable_cluster_fails_fast() {
     assert!(start.elapsed() < Duration::from_secs(20));
     assert!(!d.path().join("out").exists());
 }
+
+/// Issue 13: `-q` prints nothing on success (no progress, no summary), and the outputs are
+/// byte-identical to those of a run that prints every progress line.
+#[test]
+fn issue_13_quiet_run_is_silent_with_identical_outputs() {
+    let d = tempfile::tempdir().unwrap();
+    let data = small_data(d.path());
+    write_job(
+        d.path(),
+        &format!(
+            "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n{}[output]\ndir = \"unused\"\n",
+            data.display(),
+            salary_table("t", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", "{ method = \"fast\", seed = 1 }")
+        ),
+    );
+    // Files of a run's output, by path below it (report.json holds timings, so not compared).
+    let files = |out: &str| -> Vec<(String, Vec<u8>)> {
+        let mut v = Vec::new();
+        for part in ["confidential", "publish"] {
+            let mut stack = vec![d.path().join(out).join(part)];
+            while let Some(dir) = stack.pop() {
+                for e in std::fs::read_dir(&dir).unwrap() {
+                    let p = e.unwrap().path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else {
+                        let rel = p.strip_prefix(d.path().join(out)).unwrap().display().to_string();
+                        v.push((rel, std::fs::read(&p).unwrap()));
+                    }
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    let loud = sdcflow()
+        .args(["run", "job.toml", "--out", "loud"])
+        .env("SDCFLOW_PROGRESS_INTERVAL_S", "0")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(loud.status.success(), "{}", String::from_utf8_lossy(&loud.stderr));
+    assert!(!loud.stderr.is_empty() && !loud.stdout.is_empty(), "the progress run prints");
+    let quiet = sdcflow()
+        .args(["run", "job.toml", "--out", "quiet", "-q"])
+        .env("SDCFLOW_PROGRESS_INTERVAL_S", "0")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(quiet.status.success(), "{}", String::from_utf8_lossy(&quiet.stderr));
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "", "-q prints nothing on stderr");
+    assert_eq!(String::from_utf8_lossy(&quiet.stdout), "", "-q prints nothing on stdout");
+    let (a, b) = (files("loud"), files("quiet"));
+    assert!(a.len() >= 2, "{:?}", a.iter().map(|f| &f.0).collect::<Vec<_>>());
+    assert!(a == b, "-q changed the outputs");
+}

@@ -124,3 +124,41 @@ fn issue_13_linked_apriori_conflicts_are_input_errors() {
         assert!(!d.path().join("out").exists(), "nothing may be published");
     }
 }
+
+/// Issue 13 item 12: when the joint protection of linked tables fails, the error names the
+/// table and the cell by its codes, never a joint-model index (`cell 16 [5, 1]`).
+#[test]
+fn issue_13_linked_infeasibility_names_the_table_and_codes() {
+    let d = tempfile::tempdir().unwrap();
+    let data = setup(d.path());
+    std::fs::write(d.path().join("man.hst"), "").unwrap();
+    write_job(d.path(), &job(&data, "apart", "fast", false));
+    let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let a = read_cells(&d.path().join("apart/confidential/a/cells.parquet"), 2);
+    let b = read_cells(&d.path().join("apart/confidential/b/cells.parquet"), 2);
+    // A primary of `a` whose partners in its row (same dept: the other sex and the dept total,
+    // common to `b`) are neither sensitive in `a` nor in `b`: forcing them published makes it
+    // exactly recoverable.
+    let row = |k: &Vec<String>| -> Vec<Vec<String>> { a.keys().filter(|o| o[0] == k[0] && *o != k).cloned().collect() };
+    let (key, _) = a
+        .iter()
+        .find(|(k, c)| {
+            c.status == "U"
+                && k[1] != "Total"
+                && row(k).iter().all(|o| a[o].status != "U")
+                && b.get(&vec![k[0].clone(), "Total".to_string()]).is_some_and(|c| c.status != "U")
+        })
+        .expect("a primary whose row partners are not sensitive");
+    let hst: String = row(key).iter().map(|o| format!("{},{},P\n", o[0], o[1])).collect();
+    std::fs::write(d.path().join("man.hst"), hst).unwrap();
+    let want = format!("cell (table \"a\": dept={}, sex={}) cannot be protected", key[0], key[1]);
+    for method in ["fast", "modular"] {
+        write_job(d.path(), &job(&data, "out", method, true));
+        let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
+        assert_eq!(code, 1, "{method}: {err}");
+        assert!(err.contains(&want), "{method}: want {want:?} in {err}");
+        assert!(!err.contains('['), "{method}: no solver indices in {err}");
+        assert!(!d.path().join("out").exists(), "nothing may be published");
+    }
+}

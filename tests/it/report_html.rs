@@ -95,3 +95,21 @@ fn issue_15_report_html_shows_report_json() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read_to_string(d.path().join("out/report.html")).unwrap(), page);
 }
+
+/// Issue 13: `sdcflow report` on a directory without `report.json` (or on no directory at all)
+/// is an input error (exit 2) saying what it expects, and writes nothing.
+#[test]
+fn issue_13_report_without_report_json_is_an_input_error() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("notes")).unwrap();
+    std::fs::write(d.path().join("notes/a.txt"), "keep").unwrap();
+    for dir in ["notes", "missing", "notes/a.txt"] {
+        let (code, _, err) = run(&["report", dir], d.path());
+        assert_eq!(code, 2, "{dir}: {err}");
+        let want = format!("{dir}/report.json: not found: {dir} is not the output directory of a sdcflow run");
+        assert!(err.contains(&want), "{dir}: want {want:?} in {err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path().join("notes")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("a.txt")], "nothing written");
+    assert!(!d.path().join("missing").exists());
+}

@@ -447,3 +447,37 @@ fn issue_13_s3_prefix_with_foreign_objects_is_refused() {
         "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'])\nassert keys == ['shared/notes.txt'], keys\nassert s3.get_object(Bucket='census', Key='shared/notes.txt')['Body'].read() == b'keep me'",
     );
 }
+
+/// Issue 13 item 12: the Parquet part checks hold for an `s3://` prefix too (the parts as the
+/// object store lists them): an empty part, then a part missing columns, is one input error
+/// naming the part by its `s3://` URL; nothing is published.
+#[test]
+fn issue_13_s3_parquet_part_checks() {
+    let Some((_server, port)) = start_moto() else { return };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let d = tempfile::tempdir().unwrap();
+    let opts = sdcflow::generate::GenerateOptions { rows: 500, seed: 2, rows_per_part: 500, ..Default::default() };
+    upload_to_census(&endpoint, &sdcflow::generate::generate(&d.path().join("data"), &opts).unwrap());
+    let narrow = d.path().join("narrow.parquet");
+    write_parquet(&narrow, vec![Col::Str("geo", vec!["110101".into()]), Col::Str("sex", vec!["1".into()])]);
+    let job = fault_job(Path::new("s3://census/micro/"), "out", "NK(1,85)");
+    std::fs::write(d.path().join("j.toml"), job).unwrap();
+    for (put, want) in [
+        ("s3.put_object(Bucket='census', Key='micro/zz.parquet', Body=b'')", "the Parquet part is empty (0 bytes)"),
+        (
+            &format!("s3.upload_file('{}', 'census', 'micro/zz.parquet')", narrow.display()) as &str,
+            "the Parquet part has no column \"",
+        ),
+    ] {
+        python(&endpoint, put);
+        let mut cmd = sdcflow();
+        cmd.args(["run", "j.toml", "-q"]).current_dir(d.path());
+        with_s3_env(&mut cmd, &endpoint);
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("s3://census/micro/zz.parquet: {want}")), "{err}");
+        assert_eq!(err.matches("zz.parquet").count(), 1, "one error naming the part: {err}");
+        assert!(!d.path().join("out").exists(), "nothing may be published");
+    }
+}
