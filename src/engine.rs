@@ -44,15 +44,15 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     // from the input checks. sdcflow scans every row anyway, so the statistics buy nothing.
     config.options_mut().execution.collect_statistics = false;
     // `s3://` buckets other than the input's (e.g. a scratch prefix) open on demand.
-    let mut runtime = RuntimeEnvBuilder::new()
-        .with_object_store_registry(Arc::new(crate::dist::store::EnvObjectStoreRegistry::default()));
+    let mut runtime =
+        RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(crate::store::EnvObjectStoreRegistry::default()));
     if let Some(limit) = opts.memory_limit {
         runtime = runtime.with_memory_limit(limit, 1.0);
     }
     let runtime = runtime.build_arc()?;
     let mut state =
         SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
-    crate::dist::register_functions(&mut state)?;
+    crate::cluster::register_functions(&mut state)?;
     let ctx = match &opts.mode {
         EngineMode::Local => SessionContext::new_with_state(state),
         EngineMode::Standalone => SessionContext::standalone_with_state(state).await?,
@@ -62,7 +62,7 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     for f in TopN::all() {
         ctx.register_udaf(f.as_ref().clone());
     }
-    for f in crate::dist::udf::PartitionUdf::all() {
+    for f in crate::cluster::udf::PartitionUdf::all() {
         ctx.register_udf(f.as_ref().clone());
     }
     Ok(ctx)
@@ -85,37 +85,11 @@ async fn connect_remote(url: &str, state: datafusion::execution::SessionState) -
 /// Registers an `s3://bucket` object store built from the environment (`AWS_ACCESS_KEY_ID`,
 /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, …) when `location` is an S3 URL.
 pub fn register_store_for(ctx: &SessionContext, location: &str) -> Result<()> {
-    if let Some(store) = s3_store(location)? {
-        let url = bucket_url(location)?;
+    if let Some(store) = crate::store::s3_store(location)? {
+        let url = crate::store::bucket_url(location)?;
         ctx.runtime_env().register_object_store(&url, store);
     }
     Ok(())
-}
-
-/// The object store for an `s3://` location (`None` for local paths).
-pub fn s3_store(location: &str) -> Result<Option<Arc<dyn object_store::ObjectStore>>> {
-    if !location.starts_with("s3://") {
-        return Ok(None);
-    }
-    let url = bucket_url(location)?;
-    let bucket = url.host_str().unwrap_or_default().to_string();
-    let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket);
-    if let Ok(ep) = std::env::var("AWS_ENDPOINT_URL").or_else(|_| std::env::var("AWS_ENDPOINT")) {
-        b = b.with_endpoint(&ep).with_allow_http(ep.starts_with("http://"));
-    }
-    if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
-        b = b.with_region("us-east-1");
-    }
-    let store = b.build().map_err(|e| Error::Store { url: location.into(), message: e.to_string() })?;
-    Ok(Some(Arc::new(store)))
-}
-
-fn bucket_url(location: &str) -> Result<Url> {
-    let u = Url::parse(location).map_err(|e| Error::data(location, format!("not a valid URL: {e}")))?;
-    if u.host_str().is_none_or(str::is_empty) {
-        return Err(Error::data(location, "an s3:// URL needs a bucket name"));
-    }
-    Url::parse(&format!("s3://{}", u.host_str().unwrap_or_default())).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// Registers the microdata as table `microdata`: a Parquet file, directory, glob or S3 prefix,

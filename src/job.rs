@@ -13,10 +13,15 @@ use serde::Deserialize;
 
 use crate::error::{nearest, Error, Result};
 use crate::hierarchy::HierarchySpec;
+use crate::microagg::nominal_stratum::NominalMethod;
+use crate::microagg::{self, MicroaggParams, Standardisation};
 use crate::rules::Safety;
+use crate::suppress::Method;
 
-/// The job file as written.
-#[derive(Debug, Clone, Deserialize)]
+/// The job file as written. `Default` (nothing to read, do or write) is a start for jobs built
+/// in code, e.g. `JobSpec { input, output, table: vec![t], ..Default::default() }`; every key
+/// left out takes the default documented here, as in a job file.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     /// Where the microdata comes from.
@@ -51,7 +56,7 @@ pub struct LinkedSpec {
 }
 
 /// `[input]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputSpec {
     /// Parquet file, directory, glob, or `s3://bucket/prefix/`; registered as table `microdata`.
@@ -65,7 +70,7 @@ pub struct InputSpec {
 }
 
 /// `[[hierarchy]]`: exactly one of `levels`, `file`, `mapping`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HierarchyEntry {
     /// The explanatory variable.
@@ -81,7 +86,7 @@ pub struct HierarchyEntry {
 }
 
 /// `[[table]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpec {
     /// Table name: the output sub-directory.
@@ -113,7 +118,7 @@ pub struct TableSpec {
 }
 
 /// `[[microaggregation]]`: numeric (MDAV family) or nominal (two-step k-anonymity).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MicroaggregationSpec {
     /// Data set name: the output sub-directory.
@@ -145,17 +150,94 @@ pub struct MicroaggregationSpec {
     pub source: Option<String>,
 }
 
-/// Numeric microaggregation methods.
-pub const NUMERIC_METHODS: &[&str] = &["mdav", "vmdav", "univariate-optimal", "two-step"];
-/// Nominal microaggregation methods.
-pub const NOMINAL_METHODS: &[&str] = &["two-step", "cluster-mode", "random-member"];
+/// Numeric microaggregation methods with their job-file names (the first is not the default:
+/// see [`DEFAULT_NUMERIC_METHOD`]); validation, parsing and `report.json` read this one list.
+pub const NUMERIC_METHODS: [(&str, microagg::Method); 4] = [
+    ("mdav", microagg::Method::Mdav),
+    ("vmdav", microagg::Method::Vmdav),
+    ("univariate-optimal", microagg::Method::UnivariateOptimal),
+    ("two-step", microagg::Method::TwoStep),
+];
+/// The numeric method of a `[[microaggregation]]` without `method`.
+pub const DEFAULT_NUMERIC_METHOD: microagg::Method = microagg::Method::TwoStep;
+/// Nominal microaggregation methods with their job-file names.
+pub const NOMINAL_METHODS: [(&str, NominalMethod); 3] = [
+    ("two-step", NominalMethod::TwoStep),
+    ("cluster-mode", NominalMethod::ClusterMode),
+    ("random-member", NominalMethod::RandomMember),
+];
+/// Standardisations of numeric microaggregation with their job-file names (default `zscore`).
+pub const STANDARDISATIONS: [(&str, Standardisation); 3] =
+    [("zscore", Standardisation::ZScore), ("range", Standardisation::Range), ("none", Standardisation::None)];
+/// Dimension of the default control tables of a nominal microaggregation.
+pub const DEFAULT_CONTROL_DIMENSION: usize = 2;
+
+/// The name of `value` in a list of (name, value) pairs.
+fn name_in<T: PartialEq + Copy>(list: &[(&'static str, T)], value: T) -> &'static str {
+    list.iter().find(|(_, v)| *v == value).map(|(n, _)| *n).expect("every value of the list has a name")
+}
+
+/// A validated `[[microaggregation]]` with every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MicroaggregationJob {
+    /// Data set name: the output sub-directory.
+    pub name: String,
+    /// Variables to aggregate.
+    pub variables: Vec<String>,
+    /// Minimum group size (≥ 2).
+    pub k: usize,
+    /// Strata variables (aggregate within each combination), if any.
+    pub strata: Option<Vec<String>>,
+    /// Seed.
+    pub seed: u64,
+    /// Source view (default: the last prelude view, or `microdata`).
+    pub source: Option<String>,
+    /// Numeric or nominal, with the kind's settings.
+    pub kind: MaskingKind,
+}
+
+/// The kind of a microaggregation with its resolved settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MaskingKind {
+    /// MDAV family on numeric variables.
+    Numeric {
+        /// Method.
+        method: microagg::Method,
+        /// Scaling before distances are computed.
+        standardisation: Standardisation,
+        /// Record weights.
+        weight: Option<String>,
+        /// V-MDAV gain factor γ.
+        gamma: f64,
+    },
+    /// Two-step k-anonymity on categorical variables.
+    Nominal {
+        /// How representatives are chosen.
+        method: NominalMethod,
+        /// Explicit control tables (indices into the variables); `None`: all tables up to
+        /// `up_to` variables.
+        control: Option<Vec<Vec<usize>>>,
+        /// Dimension of the default control tables (at most the number of variables).
+        up_to: usize,
+    },
+}
+
+impl MicroaggregationJob {
+    /// The method's job-file name (as `report.json` shows it).
+    pub fn method_name(&self) -> &'static str {
+        match &self.kind {
+            MaskingKind::Numeric { method, .. } => name_in(&NUMERIC_METHODS, *method),
+            MaskingKind::Nominal { method, .. } => name_in(&NOMINAL_METHODS, *method),
+        }
+    }
+}
 
 /// `secondary = { … }`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecondarySpec {
-    /// Method name; see [`SECONDARY_METHODS`] (default `auto`: the best method for the table's
-    /// size, see `crate::secondary::auto_method`; `none` must be asked for by name).
+    /// Method name; see [`SecondaryMethod::NAMES`] (default `auto`: the best method for the
+    /// table's size; `none` must be asked for by name).
     #[serde(default = "auto")]
     pub method: String,
     /// Seed for randomised methods (default 1).
@@ -172,7 +254,7 @@ pub struct SecondarySpec {
 }
 
 fn auto() -> String {
-    crate::secondary::AUTO.to_string()
+    SecondaryMethod::Auto.name().to_string()
 }
 
 impl Default for SecondarySpec {
@@ -182,7 +264,7 @@ impl Default for SecondarySpec {
 }
 
 /// `[output]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     /// Output directory or `s3://bucket/prefix`.
@@ -204,8 +286,65 @@ pub struct EngineSpec {
     pub memory_limit_mb: Option<usize>,
 }
 
-/// Secondary suppression methods known to this build.
-pub const SECONDARY_METHODS: &[&str] = crate::secondary::METHODS;
+/// The secondary suppression of a table: `auto`, a solver method, or `none` (primaries only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecondaryMethod {
+    /// `auto` (the default): the best solver method for the table's size, chosen when the
+    /// table is protected (its size is known only then).
+    Auto,
+    /// `none`: primaries are suppressed but the table is NOT protected against recalculation
+    /// from its totals.
+    PrimariesOnly,
+    /// One solver method.
+    Solver(Method),
+}
+
+impl SecondaryMethod {
+    /// Every method of the job files with its name: the one list that parsing, names and
+    /// messages read.
+    pub const NAMES: [(&'static str, SecondaryMethod); 6] = [
+        ("auto", SecondaryMethod::Auto),
+        ("none", SecondaryMethod::PrimariesOnly),
+        ("optimal", SecondaryMethod::Solver(Method::Optimal)),
+        ("tabu", SecondaryMethod::Solver(Method::Tabu)),
+        ("fast", SecondaryMethod::Solver(Method::Fast)),
+        ("modular", SecondaryMethod::Solver(Method::Modular)),
+    ];
+
+    /// The method named `name` in a job file.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    }
+
+    /// The job-file name of the method.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, m)| *m == self).map(|(n, _)| *n).expect("every method has a name")
+    }
+
+    /// The job-file name of a solver method.
+    pub fn solver_name(m: Method) -> &'static str {
+        Self::Solver(m).name()
+    }
+
+    /// Whether the table is protected against recalculation (a method other than `none`).
+    pub fn protects(self) -> bool {
+        self != SecondaryMethod::PrimariesOnly
+    }
+
+    /// The method name for `report.json`: `auto (optimal)` when `auto` chose `optimal`.
+    pub fn reported(self, chosen: Option<Method>) -> String {
+        match (self, chosen) {
+            (SecondaryMethod::Auto, Some(m)) => format!("{} ({})", self.name(), Self::solver_name(m)),
+            _ => self.name().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for SecondaryMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Where the engine runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,8 +372,8 @@ pub struct TableJob {
     pub weight: Option<String>,
     /// Parsed safety rules.
     pub safety: Safety,
-    /// Secondary method name (one of [`SECONDARY_METHODS`]).
-    pub secondary: String,
+    /// Secondary method.
+    pub secondary: SecondaryMethod,
     /// Seed of randomised methods.
     pub seed: u64,
     /// Time limit of iterative methods.
@@ -273,8 +412,8 @@ pub struct Job {
     pub hierarchies: BTreeMap<String, HierarchySpec>,
     /// Tables.
     pub tables: Vec<TableJob>,
-    /// Microaggregations (validated specs).
-    pub microaggregations: Vec<MicroaggregationSpec>,
+    /// Microaggregations.
+    pub microaggregations: Vec<MicroaggregationJob>,
     /// Output location.
     pub output: String,
     /// Engine mode.
@@ -396,14 +535,16 @@ impl Job {
                     None
                 }
             };
-            if !SECONDARY_METHODS.contains(&t.secondary.method.as_str()) {
-                let hint = nearest(&t.secondary.method, SECONDARY_METHODS.iter().copied())
+            let secondary = SecondaryMethod::parse(&t.secondary.method);
+            if secondary.is_none() {
+                let names = SecondaryMethod::NAMES.map(|(n, _)| n);
+                let hint = nearest(&t.secondary.method, names.iter().copied())
                     .map(|n| format!(" (did you mean {n:?}?)"))
                     .unwrap_or_default();
                 errs.push(jerr(format!(
                     "{key}.secondary.method: unknown method {:?}{hint}; known methods: {}",
                     t.secondary.method,
-                    SECONDARY_METHODS.join(", ")
+                    names.join(", ")
                 )));
             }
             if let Some(tl) = t.secondary.time_limit_s {
@@ -432,7 +573,7 @@ impl Job {
                     b','
                 }
             };
-            if let Some(safety) = safety {
+            if let (Some(safety), Some(secondary)) = (safety, secondary) {
                 tables.push(TableJob {
                     name: t.name.clone(),
                     explanatory: t.explanatory.clone(),
@@ -440,7 +581,7 @@ impl Job {
                     contributor: t.contributor.clone(),
                     weight: t.weight.clone(),
                     safety,
-                    secondary: t.secondary.method.clone(),
+                    secondary,
                     seed: t.secondary.seed.unwrap_or(1),
                     time_limit_s: t.secondary.time_limit_s.unwrap_or(600.0),
                     singleton_rule: t.secondary.singleton.unwrap_or(true),
@@ -451,8 +592,9 @@ impl Job {
             }
         }
 
+        let mut microaggregations = Vec::new();
         for (i, m) in spec.microaggregation.iter().enumerate() {
-            validate_microaggregation(i, m, &mut names, &mut errs, path);
+            microaggregations.extend(validate_microaggregation(i, m, &mut names, &mut errs, path));
         }
         let linked = validate_linked(&spec.linked, &spec.table, &mut errs, path);
 
@@ -484,7 +626,7 @@ impl Job {
             csv_delimiter,
             hierarchies,
             tables,
-            microaggregations: spec.microaggregation,
+            microaggregations,
             output: spec.output.dir,
             mode,
             target_partitions: e
@@ -544,7 +686,7 @@ fn validate_linked(
                     ));
                 }
             }
-            if first.secondary.method == "none" {
+            if SecondaryMethod::parse(&first.secondary.method) == Some(SecondaryMethod::PrimariesOnly) {
                 err("linked tables need a secondary method other than \"none\"".into());
             }
         }
@@ -553,13 +695,15 @@ fn validate_linked(
     out
 }
 
+/// Checks a `[[microaggregation]]` and resolves its defaults (`None` when it has an error).
 fn validate_microaggregation(
     i: usize,
     m: &MicroaggregationSpec,
     names: &mut BTreeSet<String>,
     errs: &mut Vec<Error>,
     path: &Path,
-) {
+) -> Option<MicroaggregationJob> {
+    let before = errs.len();
     let key = format!("microaggregation[{i}] ({:?})", m.name);
     let mut err = |msg: String| errs.push(Error::job(path, format!("{key}{msg}")));
     if m.name.is_empty() || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -579,12 +723,12 @@ fn validate_microaggregation(
         err(format!(".k: must be at least 2, got {}", m.k));
     }
     let kind = m.kind.as_deref().unwrap_or("numeric");
-    let methods = match kind {
-        "numeric" => NUMERIC_METHODS,
-        "nominal" => NOMINAL_METHODS,
+    let methods: Vec<&str> = match kind {
+        "numeric" => NUMERIC_METHODS.iter().map(|(n, _)| *n).collect(),
+        "nominal" => NOMINAL_METHODS.iter().map(|(n, _)| *n).collect(),
         other => {
             err(format!(".kind: {other:?} is not known; use \"numeric\" or \"nominal\""));
-            return;
+            return None;
         }
     };
     if let Some(method) = &m.method {
@@ -594,11 +738,16 @@ fn validate_microaggregation(
             err(format!(".method: unknown {kind} method {method:?}{hint}; known: {}", methods.join(", ")));
         }
     }
-    if let Some(s) = &m.standardise {
-        if !["zscore", "range", "none"].contains(&s.as_str()) {
-            err(format!(".standardise: {s:?}; use \"zscore\", \"range\" or \"none\""));
+    let standardisation = match &m.standardise {
+        None => Some(Standardisation::ZScore),
+        Some(s) => {
+            let found = STANDARDISATIONS.iter().find(|(n, _)| n == s).map(|(_, v)| *v);
+            if found.is_none() {
+                err(format!(".standardise: {s:?}; use \"zscore\", \"range\" or \"none\""));
+            }
+            found
         }
-    }
+    };
     if kind == "nominal" {
         for (field, set) in
             [("weight", m.weight.is_some()), ("standardise", m.standardise.is_some()), ("gamma", m.gamma.is_some())]
@@ -620,6 +769,39 @@ fn validate_microaggregation(
     } else if m.control.is_some() || m.control_tables.is_some() {
         err(": control tables only apply to kind = \"nominal\"".into());
     }
+    if errs.len() > before {
+        return None;
+    }
+    fn lookup<T: Copy>(method: Option<&str>, list: &[(&str, T)], default: T) -> T {
+        method.map_or(default, |name| list.iter().find(|(n, _)| *n == name).expect("validated").1)
+    }
+    let kind = if kind == "nominal" {
+        MaskingKind::Nominal {
+            method: lookup(m.method.as_deref(), &NOMINAL_METHODS, NominalMethod::default()),
+            control: m.control_tables.as_ref().map(|t| {
+                t.iter()
+                    .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
+                    .collect()
+            }),
+            up_to: m.control.unwrap_or(DEFAULT_CONTROL_DIMENSION).min(m.variables.len()),
+        }
+    } else {
+        MaskingKind::Numeric {
+            method: lookup(m.method.as_deref(), &NUMERIC_METHODS, DEFAULT_NUMERIC_METHOD),
+            standardisation: standardisation.expect("validated"),
+            weight: m.weight.clone(),
+            gamma: m.gamma.unwrap_or(MicroaggParams::default().vmdav_gamma),
+        }
+    };
+    Some(MicroaggregationJob {
+        name: m.name.clone(),
+        variables: m.variables.clone(),
+        k: m.k,
+        strata: m.strata.clone(),
+        seed: m.seed.unwrap_or(1),
+        source: m.source.clone(),
+        kind,
+    })
 }
 
 #[cfg(test)]

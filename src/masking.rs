@@ -7,7 +7,6 @@
 //! a single-partition DataFusion session: files are scanned one after another in path order.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,10 +15,11 @@ use arrow::datatypes::{DataType, Field, Float64Type, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use serde_json::json;
 
+use crate::cluster::ship::Executor;
 use crate::error::{nearest, Error, Result};
-use crate::job::{Job, MicroaggregationSpec};
-use crate::microagg::nominal::{self, ControlTables, NominalData, NominalParams, RepresentativeMethod};
-use crate::microagg::{self, Method, MicroaggParams, NumericData, Standardisation};
+use crate::job::{Job, MaskingKind, MicroaggregationJob};
+use crate::microagg::nominal_stratum::NominalStratumTask;
+use crate::microagg::{self, MicroaggParams, NumericData};
 use crate::progress::Progress;
 
 /// Reads `source` (a registered table or view) of a fresh single-partition session in input
@@ -61,7 +61,7 @@ fn no_nulls(a: &ArrayRef, source: &str, set: &str, name: &str) -> Result<()> {
 }
 
 /// Stratum id per record: the combination of the strata columns, numbered by first appearance.
-fn strata_ids(batch: &RecordBatch, source: &str, m: &MicroaggregationSpec) -> Result<Option<(Vec<u64>, Vec<String>)>> {
+fn strata_ids(batch: &RecordBatch, source: &str, m: &MicroaggregationJob) -> Result<Option<(Vec<u64>, Vec<String>)>> {
     let Some(cols) = &m.strata else { return Ok(None) };
     let mut strings = Vec::new();
     for c in cols {
@@ -103,63 +103,32 @@ fn replace(batch: &RecordBatch, new: &HashMap<String, ArrayRef>) -> Result<Recor
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
-fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::SNAPPY)
-        .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))?;
-    w.write(batch)?;
-    w.close()?;
-    Ok(())
-}
-
-/// Runs one `[[microaggregation]]` and stages `<dir>/publish/<name>/masked.parquet`; returns its report.
+/// Runs one `[[microaggregation]]`; returns the masked records (the input rows in input order,
+/// checked k-anonymous) and the report, which the publishing stage completes with the file it
+/// writes. The strata are solved as partitions by `executor` (see
+/// [`crate::cluster::ship::solve_strata`]); reading the records in input order, the merge and
+/// the k-anonymity check stay here.
 pub async fn run_microaggregation(
     job: &Job,
-    m: &MicroaggregationSpec,
-    staging: &Path,
+    m: &MicroaggregationJob,
     progress: &Progress,
-) -> Result<serde_json::Value> {
-    run_microaggregation_on(job, m, staging, progress, None).await
-}
-
-/// Where the strata of a numeric microaggregation are solved: the job's engine (executors on
-/// a cluster), a scratch location they can read, and at most this many partition files.
-pub type StrataEngine<'a> = (&'a SessionContext, &'a crate::dist::ship::Scratch, usize);
-
-/// [`run_microaggregation`] with the strata of a numeric data set solved as partitions through
-/// `engine` (see [`crate::dist::ship::solve_strata`]); `None` solves them in this process.
-/// Reading the records in input order, the merge, the k-anonymity check and writing stay here.
-pub async fn run_microaggregation_on(
-    job: &Job,
-    m: &MicroaggregationSpec,
-    staging: &Path,
-    progress: &Progress,
-    engine: Option<StrataEngine<'_>>,
-) -> Result<serde_json::Value> {
+    executor: &Executor,
+) -> Result<(RecordBatch, serde_json::Value)> {
     let stage = progress.stage(&format!("{}: reading microdata", m.name), 1);
     let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
     stage.finish();
     let start = Instant::now();
-    let nominal_kind = m.kind.as_deref() == Some("nominal");
+    let nominal_kind = matches!(m.kind, MaskingKind::Nominal { .. });
     let stage = progress.stage(&format!("{}: microaggregation (k = {})", m.name, m.k), 1);
     let strata = strata_ids(&batch, &source, m)?;
     let (masked, mut report) = if nominal_kind {
-        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0), engine).await?
+        nominal_mask(&batch, &source, m, strata.as_ref().map(|s| &s.0), executor).await?
     } else {
         let (data, params) = numeric_input(&batch, &source, m, strata.as_ref().map(|s| s.0.clone()))?;
         let failed = |e: microagg::MicroaggError| Error::data(&source, format!("microaggregation `{}`: {e}", m.name));
-        let (r, per_worker) = match engine {
-            Some((ctx, scratch, files)) => {
-                let (plan, tasks) = microagg::plan_strata(&data, &params).map_err(failed)?;
-                let (outcomes, per_worker) =
-                    crate::dist::ship::solve_strata(ctx, scratch, &m.name, &tasks, files).await?;
-                (microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?, per_worker)
-            }
-            None => (microagg::microaggregate(&data, &params).map_err(failed)?, Default::default()),
-        };
+        let (plan, tasks) = microagg::plan_strata(&data, &params).map_err(failed)?;
+        let (outcomes, per_worker) = executor.solve_strata(&m.name, &tasks).await?;
+        let r = microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?;
         let (cols, mut report) = numeric_output(&r, m, &data);
         if !per_worker.is_empty() {
             report["strata_per_worker"] = json!(per_worker);
@@ -169,23 +138,19 @@ pub async fn run_microaggregation_on(
     stage.finish();
     let out = replace(&batch, &masked)?;
     verify_written(&out, m, strata.as_ref().map(|s| &s.0))?;
-    let dir = staging.join(crate::publish::PUBLISH).join(&m.name);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    write_parquet(&dir.join("masked.parquet"), &out)?;
     if let serde_json::Value::Object(o) = &mut report {
         o.insert("name".into(), json!(m.name));
         o.insert("rows".into(), json!(batch.num_rows()));
         o.insert("variables".into(), json!(m.variables));
         o.insert("strata".into(), json!(strata.as_ref().map(|s| s.1.len())));
-        o.insert("file".into(), json!(format!("{}/{}/masked.parquet", crate::publish::PUBLISH, m.name)));
         o.insert("seconds".into(), json!(start.elapsed().as_secs_f64()));
     }
-    Ok(report)
+    Ok((out, report))
 }
 
 /// Independent check on the values about to be written: every combination of the aggregated
 /// variables (within a stratum) occurs at least k times.
-fn verify_written(out: &RecordBatch, m: &MicroaggregationSpec, strata: Option<&Vec<u64>>) -> Result<()> {
+fn verify_written(out: &RecordBatch, m: &MicroaggregationJob, strata: Option<&Vec<u64>>) -> Result<()> {
     let strings: Vec<ArrayRef> = m
         .variables
         .iter()
@@ -209,7 +174,7 @@ fn verify_written(out: &RecordBatch, m: &MicroaggregationSpec, strata: Option<&V
 fn numeric_input(
     batch: &RecordBatch,
     source: &str,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     strata: Option<Vec<u64>>,
 ) -> Result<(NumericData, MicroaggParams)> {
     let n = batch.num_rows();
@@ -229,7 +194,10 @@ fn numeric_input(
             values[i * d + j] = *x;
         }
     }
-    let weights = match &m.weight {
+    let MaskingKind::Numeric { method, standardisation, weight, gamma } = &m.kind else {
+        return Err(Error::Internal(format!("microaggregation `{}` is not numeric", m.name)));
+    };
+    let weights = match weight {
         Some(w) => {
             let a = column(batch, source, &m.name, w)?;
             no_nulls(a, source, &m.name, w)?;
@@ -241,19 +209,10 @@ fn numeric_input(
     let data = NumericData { rows: n, cols: d, values, weights, strata };
     let params = MicroaggParams {
         k: m.k,
-        method: match m.method.as_deref().unwrap_or("two-step") {
-            "mdav" => Method::Mdav,
-            "vmdav" => Method::Vmdav,
-            "univariate-optimal" => Method::UnivariateOptimal,
-            _ => Method::TwoStep,
-        },
-        standardisation: match m.standardise.as_deref().unwrap_or("zscore") {
-            "range" => Standardisation::Range,
-            "none" => Standardisation::None,
-            _ => Standardisation::ZScore,
-        },
-        seed: m.seed.unwrap_or(1),
-        vmdav_gamma: m.gamma.unwrap_or(MicroaggParams::default().vmdav_gamma),
+        method: *method,
+        standardisation: *standardisation,
+        seed: m.seed,
+        vmdav_gamma: *gamma,
         ..Default::default()
     };
     Ok((data, params))
@@ -262,7 +221,7 @@ fn numeric_input(
 /// The masked columns and the report of a numeric microaggregation of `n` records.
 fn numeric_output(
     r: &microagg::MicroaggResult,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     data: &NumericData,
 ) -> (HashMap<String, ArrayRef>, serde_json::Value) {
     let (n, d) = (data.rows, m.variables.len());
@@ -288,7 +247,7 @@ fn numeric_output(
     }
     let report = json!({
         "kind": "numeric",
-        "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
+        "method": m.method_name(),
         "k": m.k,
         "groups": r.n_groups,
         "sse": r.sse,
@@ -314,63 +273,12 @@ fn numeric_output(
     (cols, report)
 }
 
-/// One stratum of a nominal microaggregation: a self-contained problem that runs in this
-/// process or on a cluster executor (`sdc_anonymise_nominal`), with the same result anywhere.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct NominalStratumTask {
-    /// Attributes per record.
-    pub cols: usize,
-    /// Category codes, row-major (`cols` per record).
-    pub codes: Vec<u32>,
-    /// Anonymity parameter.
-    pub k: usize,
-    /// Control tables: `None` = all tables up to `up_to` attributes, else explicit attribute sets.
-    pub control: Option<Vec<Vec<usize>>>,
-    /// Dimension of the default control tables.
-    pub up_to: usize,
-    /// Seed.
-    pub seed: u64,
-    /// Representative method name (`two-step`, `cluster-mode`, `random-member`).
-    pub method: String,
-}
-
-/// What [`anonymise_stratum`] returns: released codes (row-major) and the quality report.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct NominalStratumOutcome {
-    /// Released category codes, same shape as the task's.
-    pub released: Vec<u32>,
-    /// [`nominal::NominalReport`] as JSON (for `report.json`).
-    pub report: serde_json::Value,
-}
-
-/// Anonymises one nominal stratum (pure: depends only on the task).
-pub fn anonymise_stratum(task: &NominalStratumTask) -> std::result::Result<NominalStratumOutcome, String> {
-    if task.cols == 0 || !task.codes.len().is_multiple_of(task.cols) {
-        return Err(format!("{} codes do not make rows of {} attributes", task.codes.len(), task.cols));
-    }
-    let rows: Vec<Vec<u32>> = task.codes.chunks(task.cols).map(<[u32]>::to_vec).collect();
-    let data = NominalData::from_rows(&rows).map_err(|e| e.to_string())?;
-    let mut options = nominal::NominalOptions::default();
-    options.representatives = match task.method.as_str() {
-        "cluster-mode" => RepresentativeMethod::ClusterMode,
-        "random-member" => RepresentativeMethod::RandomMember,
-        _ => options.representatives,
-    };
-    let control = match &task.control {
-        Some(sets) => ControlTables::Explicit(sets.clone()),
-        None => ControlTables::UpToDimension(task.up_to),
-    };
-    let params = NominalParams { k: task.k, control, seed: task.seed, options };
-    let res = nominal::anonymise(&data, &params).map_err(|e| e.to_string())?;
-    Ok(NominalStratumOutcome { released: res.released.codes().to_vec(), report: nominal_report_json(&res.report) })
-}
-
 async fn nominal_mask(
     batch: &RecordBatch,
     source: &str,
-    m: &MicroaggregationSpec,
+    m: &MicroaggregationJob,
     strata: Option<&Vec<u64>>,
-    engine: Option<StrataEngine<'_>>,
+    executor: &Executor,
 ) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
     let n = batch.num_rows();
     let mut dicts: Vec<Vec<String>> = Vec::new();
@@ -393,11 +301,9 @@ async fn nominal_mask(
         }
         dicts.push(values);
     }
-    let control = m.control_tables.as_ref().map(|t| {
-        t.iter()
-            .map(|vs| vs.iter().map(|v| m.variables.iter().position(|x| x == v).expect("validated")).collect())
-            .collect()
-    });
+    let MaskingKind::Nominal { method, control, up_to } = &m.kind else {
+        return Err(Error::Internal(format!("microaggregation `{}` is not nominal", m.name)));
+    };
     // Strata are protected independently (they are natural blocks for the clustering).
     let groups: Vec<Vec<usize>> = match strata {
         None => vec![(0..n).collect()],
@@ -416,22 +322,14 @@ async fn nominal_mask(
             codes: rows.iter().flat_map(|&r| codes[r].iter().copied()).collect(),
             k: m.k,
             control: control.clone(),
-            up_to: m.control.unwrap_or(2).min(m.variables.len()),
-            seed: m.seed.unwrap_or(1),
-            method: m.method.clone().unwrap_or_else(|| "two-step".into()),
+            up_to: *up_to,
+            seed: m.seed,
+            method: *method,
         })
         .collect();
     let failed = |e: String| Error::data(source, format!("microaggregation `{}`: {e}", m.name));
-    let (outcomes, per_worker) = match engine {
-        Some((ctx, scratch, files)) => {
-            let (o, w) = crate::dist::ship::anonymise_nominal_strata(ctx, scratch, &m.name, &tasks, files).await?;
-            (o.into_iter().map(|r| r.map_err(failed)).collect::<Result<Vec<_>>>()?, w)
-        }
-        None => (
-            tasks.iter().map(|t| anonymise_stratum(t).map_err(failed)).collect::<Result<Vec<_>>>()?,
-            Default::default(),
-        ),
-    };
+    let (outcomes, per_worker) = executor.anonymise_nominal_strata(&m.name, &tasks).await?;
+    let outcomes = outcomes.into_iter().map(|r| r.map_err(failed)).collect::<Result<Vec<_>>>()?;
     let mut released: Vec<Vec<u32>> = codes.clone();
     let mut reports = Vec::new();
     for (rows, o) in groups.iter().zip(outcomes) {
@@ -456,7 +354,7 @@ async fn nominal_mask(
     }
     let mut report = json!({
         "kind": "nominal",
-        "method": m.method.clone().unwrap_or_else(|| "two-step".into()),
+        "method": m.method_name(),
         "k": m.k,
         "reports": reports,
     });
@@ -464,21 +362,4 @@ async fn nominal_mask(
         report["strata_per_worker"] = json!(per_worker);
     }
     Ok((cols, report))
-}
-
-/// The nominal quality report as JSON: χ², max absolute and relative error per table dimension,
-/// over the control tables and over all tables.
-fn nominal_report_json(r: &nominal::NominalReport) -> serde_json::Value {
-    let errors = |e: &nominal::metrics::TableErrors| json!({"tables": e.tables, "cells": e.cells, "chi2": e.chi2, "max_abs_error": e.max_abs, "max_rel_error": e.max_rel, "new_cells": e.new_cells});
-    json!({
-        "method": r.method,
-        "exact_status": format!("{:?}", r.exact_status),
-        "control_chi2": r.control_chi2,
-        "clustering_weight": r.clustering_weight,
-        "clusters": r.n_clusters,
-        "blocks": r.n_blocks,
-        "verify": {"rows": r.verify.rows, "min_class_size": r.verify.min_class_size, "new_combination_rows": r.verify.new_combination_rows},
-        "per_dimension": r.per_dimension.iter().map(|d| json!({"dimension": d.dim, "control": errors(&d.control), "all": errors(&d.all)})).collect::<Vec<_>>(),
-        "timings_ms": {"partition": r.timings.partition_ms, "aggregate": r.timings.aggregate_ms, "verify": r.timings.verify_ms, "report": r.timings.report_ms},
-    })
 }

@@ -1,5 +1,9 @@
 //! Primary suppression: tau-Argus safety rules and protection levels.
 //!
+//! The stage between tabulation and protection: [`assess`] turns the tabulated
+//! [`Cells`] into an [`AssessedTable`] — every cell with its primary status and protection
+//! levels — which secondary suppression (`crate::protect`) and the table writer take from here.
+//!
 //! A safety string such as `NK(1,85)|FREQ(3,10)` is a list of rules combined with `|`; a cell is
 //! unsafe (status `U`) when any rule flags it, and its protection level is the largest level any
 //! flagging rule asks for (tau-Argus semantics; levels are symmetric, upper = lower).
@@ -36,6 +40,7 @@
 
 use crate::error::{Error, Result};
 use crate::table::CellStatus;
+use crate::tabulate::Cells;
 
 /// One tau-Argus sensitivity rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -298,6 +303,34 @@ impl Safety {
             Assessment { status: CellStatus::Safe, protection: 0.0, lpl: 0.0, upl: 0.0 }
         }
     }
+}
+
+/// A tabulated table with its primary statuses and protection levels.
+#[derive(Debug, Clone)]
+pub struct AssessedTable {
+    /// The cells.
+    pub cells: Cells,
+    /// Status per cell.
+    pub status: Vec<CellStatus>,
+    /// Lower protection level per cell.
+    pub lpl: Vec<f64>,
+    /// Upper protection level per cell.
+    pub upl: Vec<f64>,
+}
+
+/// Applies the safety rules to every cell of a tabulated table (or chunk of one).
+pub fn assess(safety: &Safety, cells: Cells) -> AssessedTable {
+    let mut status = Vec::with_capacity(cells.len());
+    let mut lpl = Vec::with_capacity(cells.len());
+    let mut upl = Vec::with_capacity(cells.len());
+    for i in 0..cells.len() {
+        let a =
+            safety.assess(&CellFacts { freq: cells.freq[i], value: cells.value[i], top: cells.tops(i), manual: false });
+        status.push(a.status);
+        lpl.push(a.lpl);
+        upl.push(a.upl);
+    }
+    AssessedTable { cells, status, lpl, upl }
 }
 
 #[cfg(test)]

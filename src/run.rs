@@ -2,7 +2,7 @@
 //!
 //! Each table is tabulated by DataFusion, assessed with its safety rules, and written into a
 //! staging area; only when every table is complete and checked are the outputs committed to the
-//! output location (see [`crate::output`]). A failing table fails the run and nothing is
+//! output location (see [`crate::publish::staging`]). A failing table fails the run and nothing is
 //! published.
 
 use std::collections::{BTreeMap, HashMap};
@@ -10,49 +10,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::cluster::ship::{Executor, Scratch};
 use crate::engine::{self, EngineOptions};
 use crate::error::{Error, Result};
 use crate::hierarchy::Hierarchy;
 use crate::job::{EngineMode, Job, TableJob, TableSource};
-use crate::output::Staging;
 use crate::progress::Progress;
+use crate::publish::report::{Report, TableReport};
+use crate::publish::staging::Staging;
 use crate::publish::{TableWriter, Tally};
-use crate::report::{Report, TableReport};
-use crate::rules::CellFacts;
-use crate::table::CellStatus;
-use crate::tabulate::{self, Cells, TableQuery};
-
-/// A tabulated table with its primary statuses and protection levels.
-#[derive(Debug, Clone)]
-pub struct AssessedTable {
-    /// The cells.
-    pub cells: Cells,
-    /// Status per cell.
-    pub status: Vec<CellStatus>,
-    /// Lower protection level per cell.
-    pub lpl: Vec<f64>,
-    /// Upper protection level per cell.
-    pub upl: Vec<f64>,
-}
-
-/// Applies the table's safety rules to every cell.
-pub fn assess(t: &TableJob, cells: Cells) -> AssessedTable {
-    let mut status = Vec::with_capacity(cells.len());
-    let mut lpl = Vec::with_capacity(cells.len());
-    let mut upl = Vec::with_capacity(cells.len());
-    for i in 0..cells.len() {
-        let a = t.safety.assess(&CellFacts {
-            freq: cells.freq[i],
-            value: cells.value[i],
-            top: cells.tops(i),
-            manual: false,
-        });
-        status.push(a.status);
-        lpl.push(a.lpl);
-        upl.push(a.upl);
-    }
-    AssessedTable { cells, status, lpl, upl }
-}
+use crate::rules::{assess, AssessedTable};
+use crate::tabulate::{self, TableQuery};
 
 /// The tabulation request of a table job reading `source`.
 pub fn table_query(t: &TableJob, source: String) -> TableQuery {
@@ -79,15 +47,16 @@ pub struct Summary {
 
 /// Runs `job`. `mode` overrides the job's engine mode (e.g. `--cluster`).
 ///
-/// The output location is checked before any work ([`crate::output::check_target`]), and the
+/// The output location is checked before any work ([`crate::publish::staging::check_target`]), and the
 /// outputs are committed as the very last step, after the solver scratch is removed: a run that
 /// reports a failure has published nothing.
 pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, progress: &Progress) -> Result<Summary> {
     let output = out.unwrap_or(&job.output);
-    crate::output::check_target(output, job).await?;
+    crate::publish::staging::check_target(output, job).await?;
     // Solver partitions hold unprotected cells: their scratch location is removed whatever
     // the outcome (a failed removal fails an otherwise successful run).
-    let solve_scratch = Arc::new(crate::dist::ship::Scratch::for_run(output, mode.as_ref().unwrap_or(&job.mode))?);
+    let solve_scratch =
+        Arc::new(Scratch::for_run(output, matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)))?);
     progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
     let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
     let removed = match Arc::try_unwrap(solve_scratch) {
@@ -105,7 +74,7 @@ async fn run_job_with(
     mode: Option<EngineMode>,
     out: Option<&str>,
     progress: &Progress,
-    solve_scratch: &Arc<crate::dist::ship::Scratch>,
+    solve_scratch: &Arc<Scratch>,
 ) -> Result<(Staging, Summary)> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
@@ -125,6 +94,9 @@ async fn run_job_with(
         ..Default::default()
     };
     let hierarchies: HashMap<_, _> = job.hierarchies.clone().into_iter().collect();
+    // Solver work (modular subtables, whole-table protections, microaggregation strata) runs
+    // where the engine runs queries: the executors on a cluster.
+    let executor = Executor { ctx: ctx.clone(), scratch: solve_scratch.clone(), files: job.target_partitions };
     // Tables of a `[[linked]]` group wait here until the whole group is assessed.
     let mut pending: HashMap<String, PendingTable> = HashMap::new();
     for t in &job.tables {
@@ -145,7 +117,7 @@ async fn run_job_with(
         };
         let query = table_query(t, source);
         let linked = job.linked.iter().find(|g| g.contains(&t.name));
-        if t.secondary == "none" {
+        if !t.secondary.protects() {
             let w = format!(
                 "table `{}`: secondary = \"none\": primaries are suppressed but the table is NOT protected against recalculation from totals",
                 t.name
@@ -153,14 +125,14 @@ async fn run_job_with(
             progress.warn(&w);
             report.warnings.push(w);
         }
-        if t.secondary == "none" && t.apriori.is_none() && linked.is_none() {
+        if !t.secondary.protects() && t.apriori.is_none() && linked.is_none() {
             // Nothing needs the whole table: assess and write each chunk as it is tabulated.
             let start = Instant::now();
             let mut writer: Option<TableWriter> = None;
             let mut publish_s = 0.0;
             let empty = tabulate::tabulate_streaming(&ctx, &query, &hierarchies, progress, &mut |chunk| {
                 let start = Instant::now();
-                let a = assess(t, chunk);
+                let a = assess(&t.safety, chunk);
                 if writer.is_none() {
                     writer = Some(TableWriter::create(
                         staging.dir(),
@@ -189,12 +161,12 @@ async fn run_job_with(
         }
         timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64());
         let start = Instant::now();
-        let mut assessed = assess(t, cells);
+        let mut assessed = assess(&t.safety, cells);
         let apriori = match &t.apriori {
             Some(path) => {
-                let dims = crate::secondary::dimensions(&assessed.cells);
-                let f = crate::secondary::read_apriori(path, t.apriori_separator, &dims)?;
-                crate::secondary::apply_apriori_statuses(&t.safety, &mut assessed, &f)?;
+                let dims = crate::protect::dimensions(&assessed.cells);
+                let f = crate::protect::read_apriori(path, t.apriori_separator, &dims)?;
+                crate::protect::apply_apriori_statuses(&t.safety, &mut assessed, &f)?;
                 Some(f)
             }
             None => None,
@@ -203,26 +175,23 @@ async fn run_job_with(
         if let Some(group) = linked {
             pending.insert(t.name.clone(), (assessed, apriori, timings));
             if group.iter().all(|n| pending.contains_key(n)) {
-                let engine = (&ctx, solve_scratch, job.target_partitions);
-                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress, engine).await?;
+                protect_linked_group(job, group, &mut pending, staging.dir(), &mut report, progress, &executor).await?;
             }
             continue;
         }
         let mut protection = None;
-        if t.secondary != "none" {
+        if t.secondary.protects() {
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
             // Modular subtables run where the engine runs queries (executors on a cluster).
-            let (a, p) =
-                crate::dist::ship::protect_table(&ctx, solve_scratch, t, assessed, apriori, job.target_partitions)
-                    .await?;
+            let (a, p) = crate::protect::protect_table(&executor, t, assessed, apriori).await?;
             assessed = a;
             if p.stopped_by_time_limit {
                 let w = time_limit_warning(&t.name, t.time_limit_s);
                 progress.warn(&w);
                 report.warnings.push(w);
             }
-            if let Some(w) = crate::secondary::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
+            if let Some(w) = crate::protect::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
                 progress.warn(&w);
                 report.warnings.push(w);
             }
@@ -241,9 +210,12 @@ async fn run_job_with(
         write_table(staging.dir(), t, &assessed, protection.as_ref(), timings, &mut report)?;
     }
     for m in &job.microaggregations {
-        // Numeric strata run where the engine runs queries (executors on a cluster).
-        let engine = Some((&ctx, solve_scratch.as_ref(), job.target_partitions));
-        let r = crate::masking::run_microaggregation_on(job, m, staging.dir(), progress, engine).await?;
+        // Strata run where the engine runs queries (executors on a cluster).
+        let (masked, mut r) = crate::masking::run_microaggregation(job, m, progress, &executor).await?;
+        let file = crate::publish::table::write_masked(staging.dir(), &m.name, &masked)?;
+        if let serde_json::Value::Object(o) = &mut r {
+            o.insert("file".into(), serde_json::Value::String(file));
+        }
         report.microaggregations.push(r);
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;
@@ -270,7 +242,7 @@ type Timings = BTreeMap<String, f64>;
 
 /// A table of a `[[linked]]` group waiting for the rest of its group: assessed cells, its
 /// a-priori file and its timings so far.
-type PendingTable = (AssessedTable, Option<crate::secondary::AprioriFile>, Timings);
+type PendingTable = (AssessedTable, Option<crate::protect::AprioriFile>, Timings);
 
 /// Writes one protected table into the staging directory and adds its report.
 fn write_table(
@@ -300,7 +272,7 @@ async fn protect_linked_group(
     staging: &Path,
     report: &mut Report,
     progress: &Progress,
-    (ctx, scratch, files): (&datafusion::prelude::SessionContext, &Arc<crate::dist::ship::Scratch>, usize),
+    executor: &Executor,
 ) -> Result<()> {
     let jobs: Vec<&TableJob> = job.tables.iter().filter(|t| group.contains(&t.name)).collect();
     let mut timings = Vec::with_capacity(jobs.len());
@@ -313,20 +285,13 @@ async fn protect_linked_group(
     let first = jobs[0];
     let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
     let start = Instant::now();
-    let solver = crate::dist::ship::SqlSubtableSolver::new(
-        ctx.clone(),
-        scratch.clone(),
-        tokio::runtime::Handle::current(),
-        &group.join("+"),
-        files,
-    );
-    let (method, seed, limit, singleton) =
-        (first.secondary.clone(), first.seed, first.time_limit_s, first.singleton_rule);
+    let solver = executor.subtable_solver(&group.join("+"));
+    let (method, seed, limit, singleton) = (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
     // The solver blocks on engine queries: run it off the runtime's worker threads.
     let (owned, protections) = tokio::task::spawn_blocking(move || {
-        let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::secondary::AprioriFile>)> =
+        let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::protect::AprioriFile>)> =
             owned.iter_mut().map(|(n, a, f)| (n.as_str(), a, f.as_ref())).collect();
-        let ps = crate::secondary::protect_linked(&mut refs, &method, seed, limit, singleton, &solver);
+        let ps = crate::protect::protect_linked(&mut refs, method, seed, limit, singleton, &solver);
         ps.map(|ps| (owned, ps))
     })
     .await
@@ -339,7 +304,7 @@ async fn protect_linked_group(
         report.warnings.push(w);
     }
     for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
-        if let Some(w) = crate::secondary::detail_warning(&t.name, &a, p.suppressed_value_share) {
+        if let Some(w) = crate::protect::detail_warning(&t.name, &a, p.suppressed_value_share) {
             progress.warn(&w);
             report.warnings.push(w);
         }
@@ -392,10 +357,7 @@ fn table_report(
             .map(|(h, levels)| (h.variable().to_string(), levels.clone()))
             .collect(),
         heat_map: tally.heat_map.clone(),
-        method: match p {
-            Some(p) => crate::secondary::reported_method(&t.secondary, p.method),
-            None => t.secondary.clone(),
-        },
+        method: t.secondary.reported(p.map(|p| p.method)),
         protected_against_recalculation: p.is_some(),
         audit: match p {
             Some(p) => format!(

@@ -43,6 +43,7 @@ pub mod geometry;
 pub mod improve;
 pub mod mdav;
 pub mod nominal;
+pub mod nominal_stratum;
 pub mod partition;
 pub mod pricing;
 pub mod standardise;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::report::{Report, TableReport};
+use crate::publish::report::{Report, TableReport};
 
 /// `sdcflow report OUT`: renders `OUT/report.html` again from `OUT/report.json`; the page is
 /// replaced by a rename, so a reader never sees half of it. Returns the page's path.

@@ -28,9 +28,10 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use crate::error::{Error, Result};
 use crate::hierarchy::{Hierarchy, HierarchySpec, TOTAL};
 use crate::job::{Job, TableJob};
+use crate::publish::table::column;
 use crate::rules::CellFacts;
 use crate::suppress::{audit, AuditOptions};
-use crate::table::{AprioriAction, AprioriEntry, Cell, CellStatus, Dimension, Table};
+use crate::table::{AprioriAction, Cell, CellStatus, Dimension, Table};
 
 /// The audit outcome of one sensitive cell.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -191,7 +192,7 @@ fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
     let bytes = if name.starts_with("s3://") {
         // An object-store output is read through its manifest (the published run).
         let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
-        tokio::task::block_in_place(|| handle.block_on(crate::output::read_location(&name)))?
+        tokio::task::block_in_place(|| handle.block_on(crate::publish::staging::read_location(&name)))?
     } else {
         std::fs::read(path).map_err(|e| Error::io(path, e))?
     };
@@ -230,14 +231,14 @@ fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
         for (d, v) in variables.iter().enumerate() {
             c.codes[d].extend(strs(v)?);
         }
-        let freq = col("freq", &DataType::UInt64)?;
+        let freq = col(column::FREQ, &DataType::UInt64)?;
         c.freq.extend(freq.as_primitive::<UInt64Type>().values().iter().copied());
-        c.value.extend(f64s("value")?);
-        c.top1.extend(f64s("top1")?);
-        c.top2.extend(f64s("top2")?);
-        c.status.extend(strs("status")?);
-        c.lpl.extend(f64s("lpl")?);
-        c.upl.extend(f64s("upl")?);
+        c.value.extend(f64s(column::VALUE)?);
+        c.top1.extend(f64s(column::TOP1)?);
+        c.top2.extend(f64s(column::TOP2)?);
+        c.status.extend(strs(column::STATUS)?);
+        c.lpl.extend(f64s(column::LPL)?);
+        c.upl.extend(f64s(column::UPL)?);
     }
     Ok(c)
 }
@@ -249,7 +250,13 @@ pub fn cell_name(variables: &[String], codes: &[&str]) -> String {
 
 /// Fails on a NaN or infinite number in the file: it is a damaged input, not an audit finding.
 fn check_finite(c: &Columns, variables: &[String], file: &str) -> Result<()> {
-    let numbers = [("value", &c.value), ("top1", &c.top1), ("top2", &c.top2), ("lpl", &c.lpl), ("upl", &c.upl)];
+    let numbers = [
+        (column::VALUE, &c.value),
+        (column::TOP1, &c.top1),
+        (column::TOP2, &c.top2),
+        (column::LPL, &c.lpl),
+        (column::UPL, &c.upl),
+    ];
     for (column, values) in numbers {
         let bad: Vec<usize> = (0..values.len()).filter(|&i| !values[i].is_finite()).collect();
         if let Some(&first) = bad.first() {
@@ -365,19 +372,18 @@ pub fn audit_output(
     let mut table = Table::new(dims.clone(), model)
         .map_err(|e| Error::data(&file, format!("the cells do not form an additive table: {}", e.describe(&dims))))?;
     if let Some(ap) = &t.apriori {
-        let f = crate::secondary::read_apriori(ap, t.apriori_separator, &dims)?;
+        let f = crate::protect::read_apriori(ap, t.apriori_separator, &dims)?;
         let mut entries = Vec::new();
-        for l in &f.lines {
+        // The model-level changes, as in the run; costs do not change what an attacker learns.
+        for (l, entry) in f.model_entries() {
             let Some(i) = table.find(&l.coord) else { continue };
-            match &l.change {
-                crate::secondary::AprioriChange::Action(a @ AprioriAction::Bounds { .. }) => {
-                    entries.push(AprioriEntry { coord: l.coord.clone(), action: a.clone() })
-                }
-                crate::secondary::AprioriChange::Action(AprioriAction::Protection { lpl, upl, spl }) => {
+            match entry.action {
+                AprioriAction::Bounds { .. } => entries.push(entry),
+                AprioriAction::Protection { lpl, upl, spl } => {
                     // As in the run: `PL` raises a primary's levels, never lowers them.
                     let cell = &table.cells()[i];
                     if cell.status == CellStatus::Primary {
-                        let (l, u, s) = (cell.lpl.max(*lpl), cell.upl.max(*upl), cell.spl.max(*spl));
+                        let (l, u, s) = (cell.lpl.max(lpl), cell.upl.max(upl), cell.spl.max(spl));
                         table.set_protection(i, l, u, s);
                     }
                 }

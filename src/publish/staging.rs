@@ -11,8 +11,8 @@
 //! - **Local disk:** every file is written into a private staging directory beside the target
 //!   (`.NAME.sdcflow-staging-PID-START-NANOS`), then moved into place by directory renames. The
 //!   staging name carries the process id and start time, so staging left by a killed run is
-//!   recognised and removed by the next run; [`remove_active`] removes this process's staging
-//!   on SIGINT/SIGTERM.
+//!   recognised and removed by the next run; [`crate::store::remove_active`] removes this
+//!   process's staging on SIGINT/SIGTERM.
 //! - **Object store:** a run uploads below its own prefix `OUT/runs/RUN/` and publishes it with
 //!   one last PUT of `OUT/_sdcflow_manifest.json`, which names the run and its files. Readers
 //!   follow the manifest ([`read_location`] does). A failed or killed upload leaves the previous
@@ -21,7 +21,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 
 use futures::TryStreamExt;
 use object_store::path::Path as StorePath;
@@ -29,6 +28,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::store::{register_active, unregister_active};
 
 /// File in every local output directory sdcflow writes: only a directory holding it (or an
 /// empty one) may be replaced by a run.
@@ -36,34 +36,6 @@ pub const OUTPUT_MARKER: &str = ".sdcflow-output";
 
 /// Object at an object-store output prefix naming the run readers should see.
 pub const MANIFEST: &str = "_sdcflow_manifest.json";
-
-/// Staging directories of this process not yet committed (removed on a signal).
-static ACTIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Registers a directory of this process that must not outlive an interrupted run.
-pub fn register_active(dir: &Path) {
-    if let Ok(mut a) = ACTIVE.lock() {
-        a.push(dir.to_path_buf());
-    }
-}
-
-/// Forgets a directory registered with [`register_active`] (committed or removed).
-pub fn unregister_active(dir: &Path) {
-    if let Ok(mut a) = ACTIVE.lock() {
-        a.retain(|d| d != dir);
-    }
-}
-
-/// Removes every registered staging or scratch directory (called when a signal ends the run).
-pub fn remove_active() {
-    let dirs = ACTIVE.lock().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default();
-    for d in dirs {
-        // A writer thread may still add a file while the tree is removed: try twice.
-        if std::fs::remove_dir_all(&d).is_err() {
-            let _ = std::fs::remove_dir_all(&d);
-        }
-    }
-}
 
 fn refuse(target: &str, message: impl Into<String>) -> Error {
     Error::Output { location: target.to_string(), message: message.into() }
@@ -355,7 +327,7 @@ fn bucket_of(url: &str) -> String {
 }
 
 fn store_and_prefix(target: &str) -> Result<(std::sync::Arc<dyn ObjectStore>, String)> {
-    let store = crate::engine::s3_store(target)?.ok_or_else(|| Error::Internal(format!("no store for {target}")))?;
+    let store = crate::store::s3_store(target)?.ok_or_else(|| Error::Internal(format!("no store for {target}")))?;
     let url = url::Url::parse(target).map_err(|e| Error::data(target, e.to_string()))?;
     Ok((store, url.path().trim_matches('/').to_string()))
 }
@@ -463,7 +435,7 @@ async fn upload_and_publish(dir: &Path, target: &str) -> Result<()> {
 /// Reads a whole local file or object. An object below an sdcflow output prefix is read
 /// through its manifest (`s3://b/out/publish/t/published.csv` → the published run's object).
 pub async fn read_location(location: &str) -> Result<Vec<u8>> {
-    let Some(store) = crate::engine::s3_store(location)? else {
+    let Some(store) = crate::store::s3_store(location)? else {
         return std::fs::read(location).map_err(|e| Error::io(location, e));
     };
     let url = url::Url::parse(location).map_err(|e| Error::data(location, e.to_string()))?;

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::masking::{NominalStratumOutcome, NominalStratumTask};
+use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
 use crate::suppress::{
     AuditSummary, Method, ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask, SuppressError, TableOutcome,

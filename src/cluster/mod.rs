@@ -9,11 +9,10 @@
 //! subtables as Parquet rows to a scratch location and runs `sdc_solve_subtable(payload)`
 //! ([`udf`]) over them, so Ballista schedules one task per partition file on whichever executor
 //! has a free slot, retries it elsewhere when an executor dies, and the client merges the
-//! results in partition-id order. [`store`] lets the scheduler and executors open any `s3://`
+//! results in partition-id order. [`crate::store`] lets the scheduler and executors open any `s3://`
 //! bucket from the `AWS_*` environment. README.md ("Distribution") explains the choice.
 
 pub mod ship;
-pub mod store;
 pub mod udf;
 pub mod wire;
 
@@ -58,7 +57,8 @@ pub fn register_functions(state: &mut SessionState) -> datafusion::common::Resul
 /// A runtime whose object-store registry opens `s3://` buckets from the environment; spill
 /// files go to `temp_dir` when given.
 pub fn runtime_env(temp_dir: Option<&str>) -> datafusion::common::Result<Arc<RuntimeEnv>> {
-    let mut b = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(store::EnvObjectStoreRegistry::default()));
+    let mut b =
+        RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(crate::store::EnvObjectStoreRegistry::default()));
     if let Some(d) = temp_dir {
         b = b.with_temp_file_path(d);
     }

@@ -24,13 +24,9 @@ use tokio::runtime::Handle;
 use super::udf::{ANONYMISE_NOMINAL, MICROAGGREGATE_STRATUM, PROTECT_TABLE, SOLVE_SUBTABLE};
 use super::wire;
 use crate::error::{Error, Result};
-use crate::job::EngineMode;
-use crate::masking::{NominalStratumOutcome, NominalStratumTask};
+use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
-use crate::run::AssessedTable;
-use crate::suppress::{
-    Protection, SubtableOutcome, SubtableSolver, SubtableTask, SuppressError, TableOutcome, TableTask,
-};
+use crate::suppress::{SubtableOutcome, SubtableSolver, SubtableTask, SuppressError, TableOutcome, TableTask};
 
 /// Where solver partitions are written: a place the client writes and every executor reads.
 ///
@@ -52,23 +48,23 @@ pub enum Scratch {
 }
 
 impl Scratch {
-    /// Chooses the scratch location of a run writing to `output` in `mode`.
+    /// Chooses the scratch location of a run writing to `output`, on a remote cluster or not.
     ///
     /// `SDCFLOW_SCRATCH` (a directory or `s3://bucket/prefix`) wins; a cluster run with an
     /// `s3://` output uses a sibling prefix `<output>.sdcflow-scratch-<pid>-<time>`; everything
     /// else a local temporary directory (enough for local, standalone and loopback clusters).
-    pub fn for_run(output: &str, mode: &EngineMode) -> Result<Self> {
+    pub fn for_run(output: &str, remote_cluster: bool) -> Result<Self> {
         let stamp = format!("{}-{}", std::process::id(), chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
         let base = match std::env::var("SDCFLOW_SCRATCH") {
             Ok(s) if !s.is_empty() => Some(s),
-            _ if matches!(mode, EngineMode::Remote(_)) && output.starts_with("s3://") => {
+            _ if remote_cluster && output.starts_with("s3://") => {
                 Some(format!("{}.sdcflow-scratch-{stamp}", output.trim_end_matches('/')))
             }
             _ => None,
         };
         match base {
             Some(b) if b.starts_with("s3://") => {
-                let store = crate::engine::s3_store(&b)?.ok_or_else(|| Error::Internal(format!("no store for {b}")))?;
+                let store = crate::store::s3_store(&b)?.ok_or_else(|| Error::Internal(format!("no store for {b}")))?;
                 let url = if b.contains(".sdcflow-scratch-") {
                     b
                 } else {
@@ -82,7 +78,7 @@ impl Scratch {
                     .prefix("sdcflow-scratch-")
                     .tempdir_in(&dir)
                     .map_err(|e| Error::io(&dir, e))?;
-                crate::output::register_active(t.path());
+                crate::store::register_active(t.path());
                 Ok(Scratch::Local(t))
             }
             None => {
@@ -90,7 +86,7 @@ impl Scratch {
                     .prefix("sdcflow-scratch-")
                     .tempdir()
                     .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-                crate::output::register_active(t.path());
+                crate::store::register_active(t.path());
                 Ok(Scratch::Local(t))
             }
         }
@@ -137,7 +133,7 @@ impl Scratch {
         match self {
             Scratch::Local(t) => {
                 let p = t.path().to_path_buf();
-                crate::output::unregister_active(&p);
+                crate::store::unregister_active(&p);
                 t.close().map_err(|e| Error::io(p, e))
             }
             Scratch::Store { url, store } => {
@@ -170,6 +166,46 @@ fn partition_schema() -> Arc<Schema> {
         Field::new("partition_id", DataType::UInt64, false),
         Field::new("payload", DataType::Utf8, false),
     ]))
+}
+
+/// Where solver partitions run: the job's engine session (the executors of a cluster, or this
+/// process), the run's scratch location every executor reads, and at most `files` partition
+/// files per query (the job's target partitions: about executors × concurrent tasks). The one
+/// value the stages hand their solver work to.
+#[derive(Clone)]
+pub struct Executor {
+    /// The job's engine session.
+    pub ctx: SessionContext,
+    /// The run's private scratch location.
+    pub scratch: Arc<Scratch>,
+    /// Partition files per query at most.
+    pub files: usize,
+}
+
+impl Executor {
+    /// A solver shipping the modular subtables (and whole-table protections) of `table`;
+    /// call it from a blocking thread inside the runtime (see [`SqlSubtableSolver::new`]).
+    pub fn subtable_solver(&self, table: &str) -> SqlSubtableSolver {
+        SqlSubtableSolver::new(self.ctx.clone(), self.scratch.clone(), Handle::current(), table, self.files)
+    }
+
+    /// [`solve_strata`] on this executor.
+    pub async fn solve_strata(
+        &self,
+        name: &str,
+        tasks: &[StratumTask],
+    ) -> Result<(Vec<StratumOutcome>, BTreeMap<String, usize>)> {
+        solve_strata(&self.ctx, &self.scratch, name, tasks, self.files).await
+    }
+
+    /// [`anonymise_nominal_strata`] on this executor.
+    pub async fn anonymise_nominal_strata(
+        &self,
+        name: &str,
+        tasks: &[NominalStratumTask],
+    ) -> Result<(Vec<std::result::Result<NominalStratumOutcome, String>>, BTreeMap<String, usize>)> {
+        anonymise_nominal_strata(&self.ctx, &self.scratch, name, tasks, self.files).await
+    }
 }
 
 /// Ships each level of a modular protection through SQL (see the module docs).
@@ -357,41 +393,11 @@ impl SubtableSolver for SqlSubtableSolver {
     }
 }
 
-/// Protects an assessed table with its secondary method, modular subtables solved through
-/// `ctx` (on the executors of a cluster, in-process otherwise); runs the solver on a blocking
-/// thread so the engine's runtime stays free to drive the queries.
-pub async fn protect_table(
-    ctx: &SessionContext,
-    scratch: &Arc<Scratch>,
-    t: &crate::job::TableJob,
-    mut assessed: AssessedTable,
-    apriori: Option<crate::secondary::AprioriFile>,
-    files: usize,
-) -> Result<(AssessedTable, Protection)> {
-    let solver = SqlSubtableSolver::new(ctx.clone(), scratch.clone(), Handle::current(), &t.name, files);
-    let (name, method, seed, limit, singleton) =
-        (t.name.clone(), t.secondary.clone(), t.seed, t.time_limit_s, t.singleton_rule);
-    tokio::task::spawn_blocking(move || {
-        let p = crate::secondary::protect_with(
-            &name,
-            &mut assessed,
-            &method,
-            seed,
-            limit,
-            singleton,
-            apriori.as_ref(),
-            &solver,
-        )?;
-        Ok((assessed, p))
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("secondary suppression task: {e}")))?
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::{session, EngineOptions};
+    use crate::job::EngineMode;
     use crate::suppress::{protect, protect_with, Method, ProtectOptions};
 
     /// The SQL path (partition files + `sdc_solve_subtable`) gives the same protection as the
@@ -402,7 +408,7 @@ mod tests {
         let ctx = rt
             .block_on(session(&EngineOptions { mode: EngineMode::Local, target_partitions: 3, memory_limit: None }))
             .unwrap();
-        let scratch = Arc::new(Scratch::for_run("unused", &EngineMode::Local).unwrap());
+        let scratch = Arc::new(Scratch::for_run("unused", false).unwrap());
         let spec = crate::table::synth::SynthSpec {
             dims: vec![vec![3, 2], vec![3]],
             density: 0.9,
@@ -459,21 +465,21 @@ mod tests {
         assert_eq!((shipped.masked, shipped.group), (direct.masked, direct.group));
 
         // Nominal strata: same releases through SQL; a bad stratum reports its own error.
-        let mut nominal = |seed: u64, cols: usize| crate::masking::NominalStratumTask {
+        let mut nominal = |seed: u64, cols: usize| crate::microagg::nominal_stratum::NominalStratumTask {
             cols,
             codes: (0..40 * 3).map(|_| r.index(3) as u32).collect(),
             k: 3,
             control: None,
             up_to: 2,
             seed,
-            method: "two-step".into(),
+            method: Default::default(),
         };
         let mut tasks = vec![nominal(1, 3), nominal(2, 3)];
-        tasks.push(crate::masking::NominalStratumTask { k: 1000, ..nominal(3, 3) });
+        tasks.push(crate::microagg::nominal_stratum::NominalStratumTask { k: 1000, ..nominal(3, 3) });
         let (outcomes, per_worker) = rt.block_on(anonymise_nominal_strata(&ctx, &scratch, "n m", &tasks, 2)).unwrap();
         assert_eq!(per_worker.values().sum::<usize>(), 3);
         for (t, o) in tasks.iter().zip(&outcomes) {
-            let direct = crate::masking::anonymise_stratum(t);
+            let direct = crate::microagg::nominal_stratum::anonymise_stratum(t);
             assert_eq!(o.as_ref().map(|o| &o.released), direct.as_ref().map(|o| &o.released));
         }
         assert!(outcomes[0].is_ok() && outcomes[2].is_err(), "{outcomes:?}");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::publish::{HeatMap, LevelTally};
+use crate::publish::table::{HeatMap, LevelTally};
 
 /// The whole report of a run.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

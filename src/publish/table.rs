@@ -26,7 +26,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
 use crate::hierarchy::Hierarchy;
-use crate::run::AssessedTable;
+use crate::rules::AssessedTable;
 
 /// Report figures accumulated over the chunks of a table.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -132,19 +132,48 @@ impl Tally {
     }
 }
 
+/// The columns of `cells.parquet` after the explanatory variables' codes: the names shared
+/// by the writer ([`cells_schema`]) and `sdcflow audit` (which reads them back).
+pub mod column {
+    /// Contributors (holdings) in the cell.
+    pub const FREQ: &str = "freq";
+    /// Cell total.
+    pub const VALUE: &str = "value";
+    /// Largest contribution.
+    pub const TOP1: &str = "top1";
+    /// Second largest contribution.
+    pub const TOP2: &str = "top2";
+    /// tau-Argus status letter.
+    pub const STATUS: &str = "status";
+    /// Lower protection level.
+    pub const LPL: &str = "lpl";
+    /// Upper protection level.
+    pub const UPL: &str = "upl";
+    /// Records in the cell.
+    pub const RECORDS: &str = "records";
+    /// Σ weight (weighted tables only).
+    pub const WEIGHT: &str = "weight";
+}
+
+/// The columns after the codes, in contract order, with their types (the weight column of a
+/// weighted table comes last).
+pub const CELL_COLUMNS: [(&str, DataType); 8] = [
+    (column::FREQ, DataType::UInt64),
+    (column::VALUE, DataType::Float64),
+    (column::TOP1, DataType::Float64),
+    (column::TOP2, DataType::Float64),
+    (column::STATUS, DataType::Utf8),
+    (column::LPL, DataType::Float64),
+    (column::UPL, DataType::Float64),
+    (column::RECORDS, DataType::UInt64),
+];
+
 /// Schema of `cells.parquet` (contract column order).
 pub fn cells_schema(dims: &[Hierarchy], weighted: bool) -> SchemaRef {
     let mut fields: Vec<Field> = dims.iter().map(|h| Field::new(h.variable(), DataType::Utf8, false)).collect();
-    fields.push(Field::new("freq", DataType::UInt64, false));
-    fields.push(Field::new("value", DataType::Float64, false));
-    fields.push(Field::new("top1", DataType::Float64, false));
-    fields.push(Field::new("top2", DataType::Float64, false));
-    fields.push(Field::new("status", DataType::Utf8, false));
-    fields.push(Field::new("lpl", DataType::Float64, false));
-    fields.push(Field::new("upl", DataType::Float64, false));
-    fields.push(Field::new("records", DataType::UInt64, false));
+    fields.extend(CELL_COLUMNS.iter().map(|(name, ty)| Field::new(*name, ty.clone(), false)));
     if weighted {
-        fields.push(Field::new("weight", DataType::Float64, false));
+        fields.push(Field::new(column::WEIGHT, DataType::Float64, false));
     }
     Arc::new(Schema::new(fields))
 }
@@ -190,6 +219,34 @@ pub const PUBLISH: &str = "publish";
 /// The files of table `table`, relative to the output location: `[cells, published]`.
 pub fn table_files(table: &str) -> [String; 2] {
     [format!("{CONFIDENTIAL}/{table}/cells.parquet"), format!("{PUBLISH}/{table}/published.csv")]
+}
+
+/// The masked microdata of data set `name`, relative to the output location.
+pub fn masked_file(name: &str) -> String {
+    format!("{PUBLISH}/{name}/masked.parquet")
+}
+
+/// Writes the masked microdata of data set `name` below the output (staging) directory `root`
+/// ([`masked_file`]); returns the file relative to the output.
+pub fn write_masked(root: &Path, name: &str, batch: &RecordBatch) -> Result<String> {
+    let rel = masked_file(name);
+    let path = root.join(&rel);
+    let dir = path.parent().expect("below a folder");
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    write_parquet(&path, batch)?;
+    Ok(rel)
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_created_by(format!("sdcflow {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+    w.write(batch)?;
+    w.close()?;
+    Ok(())
 }
 
 /// Writes `cells.parquet` and `published.csv` of one table chunk by chunk.

@@ -1,0 +1,288 @@
+//! `sdc_solve_subtable(payload)` and `sdc_microaggregate_stratum(payload)`: the scalar functions
+//! that solve solver partitions wherever the plan runs — in the client process (local mode), in
+//! the in-process executor (standalone) or on cluster executors.
+//!
+//! Each input row is one problem ([`super::wire`]): a modular subtable, a whole-table
+//! protection (method or modular completion, with its final audit), a numeric or a nominal
+//! microaggregation stratum; the output row is its solution plus the identity of the process that solved it. Rows of a batch are solved in parallel (rayon;
+//! HiGHS itself runs single-threaded). Solver errors are returned in the row, not raised, so a
+//! deterministic failure is reported once instead of being retried by Ballista as a task
+//! failure; only a broken payload (a bug or a version mismatch) fails the task.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use arrow::datatypes::DataType;
+use datafusion::common::{exec_err, Result};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use rayon::prelude::*;
+
+use super::wire;
+use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumOutcome, NominalStratumTask};
+use crate::microagg::{StratumOutcome, StratumTask};
+use crate::suppress::{
+    solve_table_task, solve_task, SubtableOutcome, SubtableTask, SuppressError, TableOutcome, TableTask,
+};
+
+/// SQL name of the subtable solver function.
+pub const SOLVE_SUBTABLE: &str = "sdc_solve_subtable";
+/// SQL name of the stratum microaggregation function.
+pub const MICROAGGREGATE_STRATUM: &str = "sdc_microaggregate_stratum";
+/// SQL name of the nominal microaggregation function (one stratum per row).
+pub const ANONYMISE_NOMINAL: &str = "sdc_anonymise_nominal";
+/// SQL name of the whole-table protection function (method or modular completion + audit).
+pub const PROTECT_TABLE: &str = "sdc_protect_table";
+
+static WORKER: OnceLock<String> = OnceLock::new();
+static TEST_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Names this process in partition results (called once by `sdcflow executor`).
+pub fn set_worker_identity(identity: String) {
+    let _ = WORKER.set(identity);
+}
+
+/// The identity recorded with every partition solved here: the executor's when this process is
+/// a cluster executor, else `in-process (pid N)`.
+pub fn worker_identity() -> String {
+    WORKER.get().cloned().unwrap_or_else(|| format!("in-process (pid {})", std::process::id()))
+}
+
+/// Fault injection for tests: every subtable solved by this process first sleeps `ms`
+/// milliseconds, so a test can kill an executor while it is surely inside a task.
+pub fn set_test_solve_delay_ms(ms: u64) {
+    TEST_DELAY_MS.store(ms, Ordering::Relaxed);
+}
+
+/// What a partition function solves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PartitionKind {
+    /// A modular subtable (`sdc_solve_subtable`).
+    Subtable,
+    /// A microaggregation stratum (`sdc_microaggregate_stratum`).
+    Stratum,
+    /// A whole-table protection with its final audit (`sdc_protect_table`).
+    Table,
+    /// A nominal microaggregation stratum (`sdc_anonymise_nominal`).
+    Nominal,
+}
+
+/// A solver-partition scalar function (`Utf8` payload → `Utf8` result).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct PartitionUdf {
+    kind: PartitionKind,
+    signature: Signature,
+}
+
+impl PartitionUdf {
+    /// The function for `kind`, ready to register.
+    pub fn udf(kind: PartitionKind) -> Arc<ScalarUDF> {
+        // Volatile: never constant-folded or deduplicated by the optimiser.
+        let signature = Signature::exact(vec![DataType::Utf8], Volatility::Volatile);
+        Arc::new(ScalarUDF::from(Self { kind, signature }))
+    }
+
+    /// Every partition function, for registration.
+    pub fn all() -> Vec<Arc<ScalarUDF>> {
+        [PartitionKind::Subtable, PartitionKind::Stratum, PartitionKind::Table, PartitionKind::Nominal]
+            .map(Self::udf)
+            .to_vec()
+    }
+}
+
+/// One kind of solver partition: how a payload row becomes a problem, is solved and goes back
+/// as a result row. The contract: [`Self::solve`] is pure (it depends only on the task, so a
+/// partition retried on another executor gives the same bytes) and reports solver errors in
+/// its outcome; only [`Self::decode`] may fail, on a broken payload (a bug or a version
+/// mismatch), which fails the task. [`row`] is the one handler every kind goes through.
+pub trait PartitionTask {
+    /// SQL name of the function.
+    const NAME: &'static str;
+    /// The decoded problem.
+    type Task;
+    /// What solving it gives, solver errors included.
+    type Outcome;
+    /// Parses a payload ([`super::wire`]).
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String>;
+    /// Solves the problem (pure).
+    fn solve(task: &Self::Task) -> Self::Outcome;
+    /// Serialises the outcome with the identity of the process that solved it.
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String;
+    /// The executor's log line before solving.
+    fn started(task: &Self::Task) -> String;
+    /// The executor's log line after solving (`seconds` of wall time).
+    fn finished(task: &Self::Task, outcome: &Self::Outcome, seconds: f64) -> String;
+}
+
+/// Solves one payload row of kind `P`: the result row (solver errors are encoded in it).
+pub fn row<P: PartitionTask>(payload: &str) -> std::result::Result<String, String> {
+    let task = P::decode(payload)?;
+    let worker = worker_identity();
+    let in_executor = WORKER.get().is_some();
+    if in_executor {
+        eprintln!("sdcflow {worker}: {}", P::started(&task));
+    }
+    let delay = TEST_DELAY_MS.load(Ordering::Relaxed);
+    if delay > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+    }
+    let t0 = std::time::Instant::now();
+    let outcome = P::solve(&task);
+    if in_executor {
+        eprintln!("sdcflow {worker}: {}", P::finished(&task, &outcome, t0.elapsed().as_secs_f64()));
+    }
+    Ok(P::encode(&outcome, &worker))
+}
+
+/// A modular subtable (`sdc_solve_subtable`).
+pub struct SubtablePartition;
+
+impl PartitionTask for SubtablePartition {
+    const NAME: &'static str = SOLVE_SUBTABLE;
+    type Task = SubtableTask;
+    type Outcome = std::result::Result<SubtableOutcome, String>;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_task(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        solve_task(task).map_err(|e| e.to_string())
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        format!("solving a subtable of {} cells", task.local.cells().len())
+    }
+    fn finished(_: &Self::Task, outcome: &Self::Outcome, _: f64) -> String {
+        match outcome {
+            Ok(o) => format!("subtable {:?} in {:.3} s", o.status, o.seconds),
+            Err(e) => format!("subtable failed: {e}"),
+        }
+    }
+}
+
+/// A numeric microaggregation stratum (`sdc_microaggregate_stratum`).
+pub struct StratumPartition;
+
+impl PartitionTask for StratumPartition {
+    const NAME: &'static str = MICROAGGREGATE_STRATUM;
+    type Task = StratumTask;
+    type Outcome = StratumOutcome;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_stratum(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        crate::microagg::solve_stratum(task)
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_stratum_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        format!("microaggregating a stratum of {} records", task.points.len() / task.cols)
+    }
+    fn finished(task: &Self::Task, outcome: &Self::Outcome, _: f64) -> String {
+        format!("stratum {} done: {} groups", task.stratum, outcome.groups.len())
+    }
+}
+
+/// A nominal microaggregation stratum (`sdc_anonymise_nominal`).
+pub struct NominalPartition;
+
+impl PartitionTask for NominalPartition {
+    const NAME: &'static str = ANONYMISE_NOMINAL;
+    type Task = NominalStratumTask;
+    type Outcome = std::result::Result<NominalStratumOutcome, String>;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_nominal(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        anonymise_stratum(task)
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_nominal_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        format!("anonymising a nominal stratum of {} records", task.codes.len() / task.cols.max(1))
+    }
+    fn finished(_: &Self::Task, outcome: &Self::Outcome, _: f64) -> String {
+        format!("nominal stratum {}", if outcome.is_ok() { "done" } else { "failed" })
+    }
+}
+
+/// A whole-table protection with its final audit (`sdc_protect_table`).
+pub struct TablePartition;
+
+impl PartitionTask for TablePartition {
+    const NAME: &'static str = PROTECT_TABLE;
+    type Task = TableTask;
+    type Outcome = std::result::Result<TableOutcome, SuppressError>;
+    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
+        wire::decode_table_task(payload)
+    }
+    fn solve(task: &Self::Task) -> Self::Outcome {
+        solve_table_task(task)
+    }
+    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
+        wire::encode_table_outcome(outcome, worker)
+    }
+    fn started(task: &Self::Task) -> String {
+        let cells: usize = task.tables.iter().map(|t| t.cells().len()).sum();
+        format!(
+            "protecting {} table(s) of {cells} cells ({:?}{})",
+            task.tables.len(),
+            task.opts.method,
+            if task.merged.is_some() { ", completing the merged subtables" } else { "" }
+        )
+    }
+    fn finished(_: &Self::Task, outcome: &Self::Outcome, seconds: f64) -> String {
+        match outcome {
+            Ok(o) => format!("table protected and audited in {seconds:.3} s ({} sensitive cells)", o.audit.sensitive),
+            Err(e) => format!("table protection failed: {e}"),
+        }
+    }
+}
+
+/// A row handler: payload → result row ([`row`] of one [`PartitionTask`]).
+type RowHandler = fn(&str) -> std::result::Result<String, String>;
+
+impl PartitionKind {
+    /// The function's SQL name and its row handler.
+    fn handler(self) -> (&'static str, RowHandler) {
+        match self {
+            PartitionKind::Subtable => (SubtablePartition::NAME, row::<SubtablePartition>),
+            PartitionKind::Stratum => (StratumPartition::NAME, row::<StratumPartition>),
+            PartitionKind::Table => (TablePartition::NAME, row::<TablePartition>),
+            PartitionKind::Nominal => (NominalPartition::NAME, row::<NominalPartition>),
+        }
+    }
+}
+
+impl ScalarUDFImpl for PartitionUdf {
+    fn name(&self) -> &str {
+        self.kind.handler().0
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let input = arrays[0].as_string::<i32>();
+        if input.null_count() > 0 {
+            return exec_err!("{}: NULL payload", self.name());
+        }
+        let row = self.kind.handler().1;
+        let rows: Vec<std::result::Result<String, String>> =
+            (0..input.len()).into_par_iter().map(|i| row(input.value(i))).collect();
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            match r {
+                Ok(s) => out.push(s),
+                Err(e) => return exec_err!("{} on {}: {e}", self.name(), worker_identity()),
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out)) as ArrayRef))
+    }
+}

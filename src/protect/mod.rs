@@ -1,0 +1,333 @@
+//! Protection: assessed table → secondary suppression → audited pattern, fail closed. The
+//! bridge between the rules stage and the pure solvers in [`crate::suppress`].
+//!
+//! The [`AssessedTable`] (tabulated cells with their primary statuses) becomes a
+//! [`Table`](crate::table::Table) (dimensions from the hierarchies, additivity relations built
+//! there), with the user's a-priori knowledge applied ([`apriori`]); the job's
+//! [`SecondaryMethod`] (`auto` resolved here by table size, [`auto_method`]) returns statuses
+//! that have already passed the attacker-LP audit. Anything else — an infeasible setting, an
+//! under-protected cell — is an error: the run fails and nothing is published (fail closed).
+//! The solver work runs on the [`Executor`] it is handed (the executors of a cluster, or this
+//! process).
+
+pub mod apriori;
+
+use crate::cluster::ship::Executor;
+use crate::error::{Error, Result};
+use crate::job::{SecondaryMethod, TableJob};
+use crate::rules::AssessedTable;
+use crate::suppress::{self, Method, ProtectOptions, Protection, SuppressError};
+use crate::table::{AprioriEntry, Cell, CellStatus, Dimension, Table, TableError};
+pub use apriori::{
+    apply_apriori_statuses, check_linked_conflicts, read_apriori, AprioriChange, AprioriFile, AprioriLine,
+};
+
+/// `auto` uses the exact method on tables up to this many cells (joint cells for linked
+/// tables). Measured (BENCHMARKS-style jobs on `sdcflow generate --rows 200000` data, `ci`
+/// build, DESIGN.md "Choosing a method"): `optimal` proved its optimum in 0.2 s on 348 cells
+/// and 1.7 s on 580, where `modular` was 1-15 % and `fast` 7-9× costlier; one flat 308-cell
+/// table needed its whole node budget (73 s) without a proof, so the limit stays low and the
+/// node budget bounds the rest.
+pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
+
+/// `auto` uses `modular` up to this many cells and `fast` above. Measured: `modular` halved
+/// `fast`'s secondary cost on 2,552 and 7,653 cells (3.5e9 vs 6.6e9, 7.9e9 vs 16.1e9) but took
+/// 3.4-6.6× its time (6.7 s vs 1.0 s, 246 s vs 72 s), growing faster than linearly; above
+/// ~10 k cells only `fast` stays within the default time limit.
+pub const AUTO_MODULAR_MAX_CELLS: usize = 10_000;
+
+/// The method `auto` picks for a table of `cells` cells (see the thresholds' reasoning above).
+pub fn auto_method(cells: usize) -> Method {
+    if cells <= AUTO_OPTIMAL_MAX_CELLS {
+        Method::Optimal
+    } else if cells <= AUTO_MODULAR_MAX_CELLS {
+        Method::Modular
+    } else {
+        Method::Fast
+    }
+}
+
+/// A protected table is called too detailed to publish usefully when more than this share of
+/// its cells are primary, or when its pattern suppresses more than this share of its value: at
+/// that point most of what users look for is blank (issue 11 measured 87 % of the cells of a
+/// 5-dimensional census table suppressed), and coarsening beats any suppression method.
+pub const DETAIL_WARN_SHARE: f64 = 0.30;
+
+/// Level combinations named by [`detail_warning`].
+const DETAIL_WARN_COMBINATIONS: usize = 3;
+
+/// The warning for a table too detailed to publish usefully ([`DETAIL_WARN_SHARE`]), naming
+/// the level combinations (each variable at one hierarchy level) with the highest share of
+/// primary cells, so the user knows which variables to coarsen; `None` below the thresholds.
+pub fn detail_warning(table_name: &str, a: &AssessedTable, suppressed_value_share: f64) -> Option<String> {
+    let n = a.status.len();
+    let primaries = a.status.iter().filter(|s| **s == CellStatus::Primary).count();
+    let primary_share = primaries as f64 / n.max(1) as f64;
+    if primary_share <= DETAIL_WARN_SHARE && suppressed_value_share <= DETAIL_WARN_SHARE {
+        return None;
+    }
+    let dims = &a.cells.dims;
+    // (depth per variable) → (cells, primaries)
+    let mut by_levels: std::collections::BTreeMap<Vec<usize>, (usize, usize)> = Default::default();
+    for i in 0..n {
+        let key: Vec<usize> =
+            a.cells.coord(i).iter().zip(dims).map(|(&node, h)| h.nodes()[node as usize].depth).collect();
+        let e = by_levels.entry(key).or_default();
+        e.0 += 1;
+        e.1 += usize::from(a.status[i] == CellStatus::Primary);
+    }
+    let mut ranked: Vec<(Vec<usize>, usize, usize)> =
+        by_levels.into_iter().filter(|(_, (_, p))| *p > 0).map(|(k, (c, p))| (k, c, p)).collect();
+    // Highest primary share first, then most primaries; ties in level order (deterministic).
+    ranked.sort_by(|a, b| (b.2 * a.1).cmp(&(a.2 * b.1)).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+    let worst: Vec<String> = ranked
+        .iter()
+        .take(DETAIL_WARN_COMBINATIONS)
+        .map(|(levels, cells, prim)| {
+            let vars: Vec<String> = levels
+                .iter()
+                .zip(dims)
+                .map(|(&l, h)| match l {
+                    0 => format!("{} total", h.variable()),
+                    l => format!("{} at level {l} of {}", h.variable(), h.depth()),
+                })
+                .collect();
+            format!(
+                "{} ({prim} of {cells} cells primary, {:.0} %)",
+                vars.join(" × "),
+                100.0 * *prim as f64 / *cells as f64
+            )
+        })
+        .collect();
+    Some(format!(
+        "table `{table_name}` is too detailed to publish usefully: {:.1} % of its cells are primary and {:.1} % of \
+         its value is suppressed (warning above {:.0} %). Highest primary shares: {}. Coarsen these variables \
+         (fewer hierarchy levels or grouped codes) or drop one",
+        100.0 * primary_share,
+        100.0 * suppressed_value_share,
+        100.0 * DETAIL_WARN_SHARE,
+        worst.join("; ")
+    ))
+}
+
+/// The solver's dimensions (code trees) of a tabulated table.
+pub fn dimensions(cells: &crate::tabulate::Cells) -> Vec<Dimension> {
+    cells
+        .dims
+        .iter()
+        .map(|h| Dimension {
+            name: h.variable().to_string(),
+            codes: h.nodes().iter().map(|n| n.code.clone()).collect(),
+            parent: h.nodes().iter().map(|n| n.parent).collect(),
+        })
+        .collect()
+}
+
+/// The solver's table model for an assessed table.
+pub fn to_table(a: &AssessedTable) -> Result<Table> {
+    let dims = dimensions(&a.cells);
+    let cells: Vec<Cell> = (0..a.cells.len())
+        .map(|i| {
+            let mut c = Cell::new(a.cells.coord(i).to_vec(), a.cells.value[i], a.cells.freq[i]);
+            c.top1 = a.cells.tops(i)[0];
+            c.top2 = a.cells.tops(i)[1];
+            c.status = a.status[i];
+            c.lpl = a.lpl[i];
+            c.upl = a.upl[i];
+            c
+        })
+        .collect();
+    Table::new(dims, cells).map_err(|e| Error::Internal(format!("building the table model: {e}")))
+}
+
+/// Solver options for `method` on a problem of `cells` cells (`auto` resolved).
+fn solver_options(
+    method: SecondaryMethod,
+    cells: usize,
+    seed: u64,
+    time_limit_s: f64,
+    singleton_rule: bool,
+) -> Result<ProtectOptions> {
+    let method = match method {
+        SecondaryMethod::Auto => auto_method(cells),
+        SecondaryMethod::Solver(m) => m,
+        SecondaryMethod::PrimariesOnly => {
+            return Err(Error::Internal("secondary method `none` reached the solver".into()))
+        }
+    };
+    Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
+}
+
+/// The joint model's error for users (a `[[linked]]` group named `group`): the joint cell the
+/// solver names (see [`suppress::linked::joint_cells`]) becomes its table and codes, e.g.
+/// `table "a": dept=0102, sex=1`.
+fn linked_protection_error(group: &str, e: SuppressError, names: &[&str], models: &[Table]) -> Error {
+    let owners = suppress::linked::joint_cells(models);
+    let name = |g: usize| {
+        owners.get(g).map(|&(t, i)| {
+            let m = &models[t];
+            format!("table \"{}\": {}", names[t], crate::table::cell_codes(m.dims(), &m.cells()[i].coord))
+        })
+    };
+    let located = match &e {
+        SuppressError::Infeasible { cell, .. } => name(*cell),
+        SuppressError::Unprotected { first, .. } => name(*first),
+        _ => None,
+    };
+    let message = match (e, located) {
+        (SuppressError::Infeasible { why, .. }, Some(c)) => format!("cell ({c}) cannot be protected: {why}"),
+        (SuppressError::Unprotected { method, count, .. }, Some(c)) => {
+            format!("{method:?} left {count} sensitive cells under-protected (first: cell ({c}))")
+        }
+        (e, _) => return protection_error(group, e, None),
+    };
+    Error::Protection { table: group.into(), message }
+}
+
+/// The solver's error for users: cells named by their codes when `model` (a single table) is
+/// known; a joint linked model goes through [`linked_protection_error`].
+fn protection_error(table_name: &str, e: SuppressError, model: Option<&Table>) -> Error {
+    let message = match (e, model) {
+        (SuppressError::Input(m), _) => m,
+        (SuppressError::Infeasible { coord, why, .. }, Some(t)) if !coord.is_empty() => {
+            format!("cell ({}) cannot be protected: {why}", crate::table::cell_codes(t.dims(), &coord))
+        }
+        (SuppressError::Unprotected { method, count, first }, Some(t)) if first < t.cells().len() => format!(
+            "{method:?} left {count} sensitive cells under-protected (first: cell ({}))",
+            crate::table::cell_codes(t.dims(), &t.cells()[first].coord)
+        ),
+        (other, _) => other.to_string(),
+    };
+    Error::Protection { table: table_name.into(), message }
+}
+
+/// Fails closed unless the final audit in `p` is clean.
+fn check_clean(table_name: &str, p: &Protection) -> Result<()> {
+    if p.audit.under_protected > 0 || p.audit.singleton_violations > 0 {
+        return Err(Error::Protection {
+            table: table_name.into(),
+            message: format!(
+                "the audit found {} under-protected cells and {} singleton violations; nothing was published",
+                p.audit.under_protected, p.audit.singleton_violations
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The solver's table for `a` with the model-level a-priori changes (costs, sliding protection
+/// levels, attacker bounds) of `apriori` applied; status changes must already be in `a`
+/// ([`apply_apriori_statuses`]).
+pub fn to_table_with(a: &AssessedTable, apriori: Option<&AprioriFile>) -> Result<Table> {
+    let mut table = to_table(a)?;
+    if let Some(f) = apriori {
+        let (entries, lines): (Vec<AprioriEntry>, Vec<usize>) =
+            f.model_entries().map(|(l, entry)| (entry, l.line)).unzip();
+        crate::table::apriori::apply(&mut table, &entries).map_err(|e| match e {
+            TableError::BadApriori { entry, why } => f.error(lines[entry], why),
+            other => Error::Internal(format!("a-priori file {}: {other}", f.path.display())),
+        })?;
+    }
+    Ok(table)
+}
+
+/// Protects `a` in place with `method`, with a-priori information (see
+/// [`read_apriori`]) and the singleton rule on or off; the modular method's subtables are
+/// solved by `solver` (in process, or on the executors of the engine: the cluster path of
+/// `run`). The merged pattern is audited here either way; returns the solver's protection
+/// summary. Status changes of `apriori` must already be applied with [`apply_apriori_statuses`].
+#[allow(clippy::too_many_arguments)]
+pub fn protect_with(
+    table_name: &str,
+    a: &mut AssessedTable,
+    method: SecondaryMethod,
+    seed: u64,
+    time_limit_s: f64,
+    singleton_rule: bool,
+    apriori: Option<&AprioriFile>,
+    solver: &dyn suppress::SubtableSolver,
+) -> Result<Protection> {
+    let table = to_table_with(a, apriori)?;
+    let opts = solver_options(method, table.cells().len(), seed, time_limit_s, singleton_rule)?;
+    let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e, Some(&table)))?;
+    check_clean(table_name, &p)?;
+    a.status.clone_from(&p.statuses);
+    Ok(p)
+}
+
+/// Protects an assessed table with its secondary method, the solver work run by `executor`
+/// (the executors of a cluster, in-process otherwise); runs the solver on a blocking thread so
+/// the engine's runtime stays free to drive the queries.
+pub async fn protect_table(
+    executor: &Executor,
+    t: &TableJob,
+    mut assessed: AssessedTable,
+    apriori: Option<AprioriFile>,
+) -> Result<(AssessedTable, Protection)> {
+    let solver = executor.subtable_solver(&t.name);
+    let (name, method, seed, limit, singleton) =
+        (t.name.clone(), t.secondary, t.seed, t.time_limit_s, t.singleton_rule);
+    tokio::task::spawn_blocking(move || {
+        let p = protect_with(&name, &mut assessed, method, seed, limit, singleton, apriori.as_ref(), &solver)?;
+        Ok((assessed, p))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("secondary suppression task: {e}")))?
+}
+
+/// Protects linked tables jointly ([`suppress::protect_linked_with`], the joint solve and
+/// audit run by `solver`): one status per common cell, one joint audit. `tables` are `(name, assessed table, a-priori file)`; statuses are updated
+/// in place only when the joint audit is clean.
+pub fn protect_linked(
+    tables: &mut [(&str, &mut AssessedTable, Option<&AprioriFile>)],
+    method: SecondaryMethod,
+    seed: u64,
+    time_limit_s: f64,
+    singleton_rule: bool,
+    solver: &dyn suppress::SubtableSolver,
+) -> Result<Vec<Protection>> {
+    let names: Vec<&str> = tables.iter().map(|t| t.0).collect();
+    let group = names.join(", ");
+    check_linked_conflicts(tables)?;
+    let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
+    let cells = models.iter().map(|t| t.cells().len()).sum();
+    let opts = solver_options(method, cells, seed, time_limit_s, singleton_rule)?;
+    let ps = suppress::protect_linked_with(&models, &opts, solver)
+        .map_err(|e| linked_protection_error(&group, e, &names, &models))?;
+    for p in &ps {
+        check_clean(&group, p)?;
+    }
+    for ((_, a, _), p) in tables.iter_mut().zip(&ps) {
+        a.status.clone_from(&p.statuses);
+    }
+    Ok(ps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.
+    #[test]
+    fn protection_errors_name_cells_by_codes() {
+        let d = vec![Dimension::flat("geo", &["11", "12"]), Dimension::flat("sex", &["1", "2"])];
+        let mut cells = Vec::new();
+        for g in 0..3u32 {
+            for x in 0..3u32 {
+                // Additive: a total has two parts in its dimension.
+                let n = if g == 0 { 2 } else { 1 } * if x == 0 { 2 } else { 1 };
+                cells.push(Cell::new(vec![g, x], n as f64, n));
+            }
+        }
+        let t = Table::new(d, cells).unwrap();
+        let e = SuppressError::Infeasible { cell: 7, coord: vec![2, 1], why: "all partners published".into() };
+        let msg = protection_error("t", e, Some(&t)).to_string();
+        assert!(msg.contains("cell (geo=12, sex=1) cannot be protected: all partners published"), "{msg}");
+        let first = t.find(&[1, 2]).unwrap();
+        let e = SuppressError::Unprotected { method: Method::Fast, count: 2, first };
+        let msg = protection_error("t", e, Some(&t)).to_string();
+        assert!(msg.contains("2 sensitive cells under-protected (first: cell (geo=11, sex=2))"), "{msg}");
+        let e = TableError::NotAdditive { coord: vec![0, 1], dim: "geo".into(), value: 3.0, sum: 2.0 };
+        assert_eq!(e.describe(t.dims()), "marginal (geo=Total, sex=1) in dimension `geo` is 3 but its parts sum to 2");
+    }
+}
