@@ -163,6 +163,11 @@ pub(crate) fn run_checked(solver: &dyn SubtableSolver, task: TableTask) -> Resul
     Ok(out)
 }
 
+/// A table of a linked group named for users: its place in the job's `[[linked]] tables` list.
+fn linked_table(t: usize) -> String {
+    format!("the linked group's table number {} (in `[[linked]] tables` order)", t + 1)
+}
+
 /// The client's check of a whole-table outcome computed elsewhere (issue 13: an executor's
 /// word is not an integrity check): one status per cell, input statuses kept, only free cells
 /// turned into secondaries, and the attacker-LP audit of the returned pattern — run here, from
@@ -185,8 +190,9 @@ pub fn verify_outcome(tables: &[Table], singleton_rule: bool, out: &TableOutcome
             let before = c.status;
             if before != after && !(before == CellStatus::Safe && after == CellStatus::Secondary) {
                 return refuse(format!(
-                    "cell ({}) of table {t} changed from {} to {}",
+                    "cell ({}) of {} changed from {} to {}",
                     codes(table, &c.coord),
+                    if tables.len() == 1 { "the table".to_string() } else { linked_table(t) },
                     before.letter(),
                     after.letter()
                 ));
@@ -210,7 +216,20 @@ pub fn verify_outcome(tables: &[Table], singleton_rule: bool, out: &TableOutcome
                 .take(5)
                 .map(|&i| format!("({})", codes(table, &table.cells()[i].coord)))
                 .collect(),
-            _ => Vec::new(),
+            _ => {
+                // Joint ids of the linked model: name the table (by its place in `[[linked]]
+                // tables`) and the cell by its codes, never solver indices.
+                let joint = linked::joint_cells(tables);
+                rep.under_protected
+                    .iter()
+                    .chain(rep.singleton_violations.iter().map(|v| &v.1))
+                    .take(5)
+                    .filter_map(|&i| joint.get(i))
+                    .map(|&(t, c)| {
+                        format!("({}) of {}", codes(&tables[t], &tables[t].cells()[c].coord), linked_table(t))
+                    })
+                    .collect()
+            }
         };
         return refuse(format!(
             "the client's audit finds {} under-protected sensitive cells and {} singleton violations{} \
@@ -245,6 +264,38 @@ mod tests {
     use super::*;
     use crate::suppress::{protect, protect_with, SubtableOutcome, SubtableTask};
     use crate::table::synth::{generate, SynthSpec};
+
+    /// Issue 13 item 12: a refused linked result names the table by its place in the
+    /// `[[linked]]` list and the cell by its codes, not by solver indices.
+    #[test]
+    fn refused_linked_results_name_the_table_and_codes() {
+        let spec = |seed| SynthSpec {
+            dims: vec![vec![2], vec![3]],
+            density: 1.0,
+            mean_freq: 2.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed,
+        };
+        let tables = vec![generate(&spec(1)).unwrap(), generate(&spec(2)).unwrap()];
+        let mut statuses: Vec<Vec<CellStatus>> = tables.iter().map(|t| t.statuses()).collect();
+        let k = statuses[1].iter().position(|s| *s == CellStatus::Primary).expect("a primary");
+        statuses[1][k] = CellStatus::Safe;
+        let out = TableOutcome {
+            statuses,
+            lower_bound: None,
+            audit: AuditSummary::default(),
+            worker: "exec-2".into(),
+            stopped_by_time_limit: false,
+        };
+        let e = verify_outcome(&tables, false, &out).unwrap_err().to_string();
+        assert!(e.contains("the linked group's table number 2") && e.contains("exec-2"), "{e}");
+        // No solver indices such as `[5, 1]` or `table 1`.
+        assert!(
+            !e.contains("of table 1") && !e.chars().zip(e.chars().skip(1)).any(|(a, b)| a == '[' && b.is_ascii_digit()),
+            "{e}"
+        );
+    }
 
     /// A solver that answers every table task with `tamper` applied to the honest outcome.
     struct Tampering(fn(&mut TableOutcome));
