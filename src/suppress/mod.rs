@@ -139,7 +139,9 @@ impl Default for ProtectOptions {
             master_solves: default_master_solves(),
             mip_nodes: default_mip_nodes(),
             optimal_lp_rounds: default_optimal_lp_rounds(),
-            modular_inner: Method::Optimal,
+            // `Optimal` (HiTaS with exact subtables) made the README example's 924-cell table
+            // run into its 600 s limit: exact subtables stay opt-in until their budget is tuned.
+            modular_inner: Method::Fast,
             optimal_max_cells: 2000,
             construction: Construction::Auto,
         }

@@ -481,7 +481,11 @@ mod tests {
             if exact.gap.is_none_or(|g| g > 1e-9) {
                 continue;
             }
-            let hitas = super::super::protect(&t, &ProtectOptions { method: Method::Modular, ..opt }).unwrap();
+            let hitas = super::super::protect(
+                &t,
+                &ProtectOptions { method: Method::Modular, modular_inner: Method::Optimal, ..opt },
+            )
+            .unwrap();
             assert!(
                 (hitas.secondary_cost - exact.secondary_cost).abs() <= 1e-6 * exact.secondary_cost.max(1.0),
                 "seed {seed}: modular {} vs optimal {}",
@@ -509,7 +513,12 @@ mod tests {
                 seed,
             };
             let t = crate::table::synth::generate(&spec).unwrap();
-            let o = ProtectOptions { method: Method::Modular, singleton_rule: false, ..Default::default() };
+            let o = ProtectOptions {
+                method: Method::Modular,
+                modular_inner: Method::Optimal,
+                singleton_rule: false,
+                ..Default::default()
+            };
             let p = Problem::from_table(&t, None);
             let top = &subtables(&t).unwrap()[0];
             let sens = propagate_trivial(&p);
