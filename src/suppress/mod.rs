@@ -109,6 +109,11 @@ pub struct ProtectOptions {
     /// `Optimal`: branch-and-bound nodes per master MIP solve.
     #[serde(default = "default_mip_nodes")]
     pub mip_nodes: usize,
+    /// `Optimal`: stop when the best clean pattern's suppressed cost (primaries included)
+    /// is within this share of the proven lower bound (0: prove optimality). Deterministic:
+    /// both figures are.
+    #[serde(default)]
+    pub optimal_gap: f64,
     /// Method used inside each modular subtable (`Fast` or `Optimal`).
     pub modular_inner: Method,
     /// Tables with at most this many cells get `Tabu`'s LP construction and `Modular`'s exact
@@ -139,9 +144,10 @@ impl Default for ProtectOptions {
             master_solves: default_master_solves(),
             mip_nodes: default_mip_nodes(),
             optimal_lp_rounds: default_optimal_lp_rounds(),
-            // `Optimal` (HiTaS with exact subtables) made the README example's 924-cell table
-            // run into its 600 s limit: exact subtables stay opt-in until their budget is tuned.
-            modular_inner: Method::Fast,
+            optimal_gap: 0.0,
+            // HiTaS: every subtable by the exact model, within the subtable budget of
+            // `modular::subtable_options`.
+            modular_inner: Method::Optimal,
             optimal_max_cells: 2000,
             construction: Construction::Auto,
         }

@@ -19,7 +19,7 @@ use crate::table::{CellStatus, Table};
 use super::budget::Deadline;
 use super::problem::Problem;
 use super::{audit, exact, fast, linked, tabu, AuditOptions, AuditReport, AuditSummary, Method, ProtectOptions};
-use super::{Construction, SubtableSolver, SuppressError};
+use super::{SubtableSolver, SuppressError};
 
 /// A whole-table protection to run somewhere (see the module docs).
 #[derive(Debug, Clone)]
@@ -84,11 +84,13 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
                     p.n()
                 )));
             }
-            // The merged subtable patterns already protect every subtable: keep them, close the
-            // relations where a suppressed cell stands alone and repair what the whole-table
-            // attacker still finds, instead of laying hypercubes over them (HiTaS's last step).
-            let mut w = fast::complete(&p, m.to_vec(), opts.singleton_rule, Construction::Closure, deadline)
-                .map_err(with_coord)?;
+            // The merged subtable patterns already protect every subtable: keep them and repair
+            // only what the whole-table attacker still finds (HiTaS's last step), instead of
+            // laying hypercubes over them. The repair closes only the cells it adds: closing the
+            // whole merged pattern first cascades through the exact subtables' secondaries
+            // (measured on a flat 924-cell table, one subtable: 9.2 % → 23.8 % of the value,
+            // then 13 s of cleanup to come back).
+            let mut w = exact::repaired(&p, m.to_vec(), opts.singleton_rule, deadline).map_err(with_coord)?;
             if opts.cleanup {
                 w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline).map_err(with_coord)?;
             }
