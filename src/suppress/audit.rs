@@ -30,6 +30,8 @@ use crate::table::{CellStatus, Table};
 use super::attacker::{tolerance, CompLp, Cut};
 use super::problem::Problem;
 use super::singleton;
+use super::trace::trace;
+use super::witness::Cube;
 use super::SuppressError;
 
 /// Options of [`audit`].
@@ -139,9 +141,6 @@ pub(crate) fn audit_problem(
     let witnessed = a.witnessed();
     Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps, witnessed })
 }
-
-/// A hypercube as `(cell, ±1)` pairs.
-pub(crate) type Cube = Vec<(u32, i8)>;
 
 /// A candidate certificate for [`Auditor::offer`]: sensitive index and cubes through it.
 pub(crate) type CubeCandidate = (u32, Vec<Cube>);
@@ -543,7 +542,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 }
             }
         }
-        super::fast::trace(format_args!(
+        trace(format_args!(
             "witness search {:.1}s over {} targets: {} pairs by witness",
             t0.elapsed().as_secs_f64(),
             todo.len(),

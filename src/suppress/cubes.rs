@@ -2,7 +2,7 @@
 //! improved by local search over the assignment. The first pattern of `Fast` on tables small
 //! enough for it (see [`super::fast`]).
 //!
-//! Why: the parallel hypercube cover ([`super::fast::Work::cover`]) picks every cube against the
+//! Why: the parallel hypercube cover ([`super::work::Work::cover`]) picks every cube against the
 //! pattern at the start of its batch (2 048 sensitive cells), so on a table with a few thousand
 //! primaries no cube sees the others and the union of cubes is far from cheap; the cleanup
 //! then spends its budget undoing it with one audit per trial. Here the pattern is the union
@@ -25,8 +25,8 @@
 use rayon::prelude::*;
 
 use super::attacker::tolerance;
-use super::fast::requirement;
-use super::problem::{Fix, Problem};
+use super::problem::{requirement, Fix, Problem};
+use super::witness::Cube;
 
 /// Sensitive cells per parallel batch (small, so that later cubes see earlier ones).
 const BATCH: usize = 32;
@@ -34,9 +34,6 @@ const BATCH: usize = 32;
 /// Cell look-ups per cube search, and one-dimensional extensions kept per dimension.
 const BUDGET: usize = 20_000;
 const BEAM: usize = 6;
-
-/// A hypercube as `(cell, ±1)` pairs, the target first.
-type Cube = Vec<(u32, i8)>;
 
 /// Result of [`assign`].
 #[derive(Debug, Clone)]

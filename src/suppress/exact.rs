@@ -27,7 +27,9 @@ use crate::lp::{self, Direction, LinearProgram, LpStatus, SolveOptions};
 use super::attacker::Cut;
 use super::audit::Auditor;
 use super::budget::Deadline;
-use super::problem::{Fix, Problem};
+use super::construct::complete;
+use super::problem::{requirement, Fix, Problem};
+use super::trace::trace;
 use super::{fast, separation, ProtectOptions, SuppressError};
 
 /// The master problem's static rows (valid inequalities).
@@ -49,7 +51,7 @@ pub(crate) fn master(p: &Problem, singleton_rule: bool, integer: bool) -> Linear
     for r in 0..p.rel.len() {
         let members: Vec<usize> = p.rel.members(r).map(|m| m as usize).collect();
         for &i in &members {
-            let sensitive = p.sens_of.get(&(i as u32)).is_some_and(|&k| fast::requirement(&p.sens[k as usize]) > 0.0);
+            let sensitive = p.sens_of.get(&(i as u32)).is_some_and(|&k| requirement(&p.sens[k as usize]) > 0.0);
             let free = p.fix[i] == Fix::Free && !(singleton_rule && any_singleton);
             if sensitive || free {
                 let mut coefs: Vec<(usize, f64)> = members.iter().filter(|&&j| j != i).map(|&j| (j, 1.0)).collect();
@@ -138,7 +140,7 @@ fn strengthen_bound(
         bound = bound.max(s.objective);
         history.push(s.objective);
         let cuts = separate(p, &x, deadline)?;
-        super::fast::trace(format_args!(
+        trace(format_args!(
             "optimal: LP round {round}: bound {:.4} %, {} cuts, {} rows",
             p.cost_percent(s.objective),
             cuts.len(),
@@ -180,7 +182,7 @@ pub(crate) fn run(
     // tables of 10^4 cells); the master MIPs improve on it.
     let mut best = fast::run(p, &ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() }, deadline)?;
     let mut best_cost = p.cost_of(&best);
-    super::fast::trace(format_args!(
+    trace(format_args!(
         "optimal: fast start {:.1}s, cost {:.4} %",
         t0.elapsed().as_secs_f64(),
         p.cost_percent(best_cost)
@@ -199,7 +201,7 @@ pub(crate) fn run(
         }
         Err(e) => return Err(e),
     };
-    super::fast::trace(format_args!(
+    trace(format_args!(
         "optimal: LP phase {:.1}s, bound {:.4} %, {} rows",
         t0.elapsed().as_secs_f64(),
         p.cost_percent(lower),
@@ -244,7 +246,7 @@ pub(crate) fn run(
         let x: Vec<bool> = s.columns.iter().map(|v| *v > 0.5).collect();
         let mut aud = Auditor::new(p, x.clone());
         let fails = aud.check()?;
-        super::fast::trace(format_args!(
+        trace(format_args!(
             "optimal: MIP {round} {:.1}s: {:?} {:.4} % (bound {:.4} %), {} failures",
             t0.elapsed().as_secs_f64(),
             s.status,
@@ -256,13 +258,12 @@ pub(crate) fn run(
             // Repair the master's pattern into a clean one (the fast method's relation closure
             // and audit-driven repair; the hypercube cover would redo every cell's cube): an incumbent close to the bound long before the master's
             // pattern is clean.
-            if let Ok(mut w) = fast::complete(p, x.clone(), opts.singleton_rule, super::Construction::Closure, deadline)
-            {
+            if let Ok(mut w) = complete(p, x.clone(), opts.singleton_rule, super::Construction::Closure, deadline) {
                 let c = p.cost_of(w.sup());
                 if c < best_cost - 1e-9 && w.aud.check()?.is_empty() {
                     best = w.sup().to_vec();
                     best_cost = c;
-                    super::fast::trace(format_args!("optimal: repaired pattern {:.4} %", p.cost_percent(c)));
+                    trace(format_args!("optimal: repaired pattern {:.4} %", p.cost_percent(c)));
                 }
             }
         }

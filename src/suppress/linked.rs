@@ -17,7 +17,9 @@ use std::time::Instant;
 
 use super::budget::Deadline;
 use super::problem::{Fix, Problem, Sensitive};
-use super::{fast, AuditSummary, Method, ProtectOptions, Protection, SubtableSolver, SuppressError, TableTask};
+use super::{
+    construct, fast, AuditSummary, Method, ProtectOptions, Protection, SubtableSolver, SuppressError, TableTask,
+};
 use crate::table::relations::FastMap;
 use crate::table::{CellStatus, Relations, Table};
 
@@ -300,5 +302,5 @@ fn modular_linked(
             break;
         }
     }
-    Ok(fast::complete(p, sup, opts.singleton_rule, opts.construction, deadline)?.aud.sup)
+    Ok(construct::complete(p, sup, opts.singleton_rule, opts.construction, deadline)?.aud.sup)
 }

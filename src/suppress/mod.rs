@@ -20,6 +20,7 @@ pub mod attacker;
 pub mod audit;
 pub(crate) mod bound;
 pub mod budget;
+pub(crate) mod construct;
 pub(crate) mod cubes;
 pub mod exact;
 pub mod fast;
@@ -30,7 +31,9 @@ pub(crate) mod separation;
 pub mod singleton;
 pub mod tabu;
 pub mod task;
+pub(crate) mod trace;
 pub(crate) mod witness;
+pub(crate) mod work;
 
 use std::time::Instant;
 
@@ -441,6 +444,20 @@ pub(crate) mod tests {
         t.set_status(i, CellStatus::Primary);
         t.set_protection(i, pl, pl, 0.0);
         i
+    }
+
+    /// A random 4-dimensional table, two of its dimensions hierarchical (about 70 % of the
+    /// cells exist; 10 % of them primary).
+    pub(crate) fn synthetic(seed: u64) -> Table {
+        let spec = SynthSpec {
+            dims: vec![vec![2, 3], vec![3], vec![2, 2], vec![2]],
+            density: 0.7,
+            mean_freq: 6.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed,
+        };
+        generate(&spec).unwrap()
     }
 
     fn opts(method: Method) -> ProtectOptions {

@@ -32,6 +32,12 @@ pub(crate) struct Sensitive {
     pub spl: f64,
 }
 
+/// Movement requirement of a sensitive cell: how far the attacker must be able to move it
+/// (`max(LPL, UPL, SPL/2)`).
+pub(crate) fn requirement(s: &Sensitive) -> f64 {
+    s.lpl.max(s.upl).max(s.spl / 2.0)
+}
+
 /// Flat problem data (see the module doc).
 #[derive(Debug, Clone)]
 pub(crate) struct Problem<'a> {

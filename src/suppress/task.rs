@@ -18,7 +18,9 @@ use crate::table::{CellStatus, Table};
 
 use super::budget::Deadline;
 use super::problem::Problem;
-use super::{audit, exact, fast, linked, tabu, AuditOptions, AuditReport, AuditSummary, Method, ProtectOptions};
+use super::{
+    audit, construct, exact, fast, linked, tabu, AuditOptions, AuditReport, AuditSummary, Method, ProtectOptions,
+};
 use super::{Construction, SubtableSolver, SuppressError};
 
 /// A whole-table protection to run somewhere (see the module docs).
@@ -87,7 +89,7 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
             // The merged subtable patterns already protect every subtable: keep them, close the
             // relations where a suppressed cell stands alone and repair what the whole-table
             // attacker still finds, instead of laying hypercubes over them (HiTaS's last step).
-            let mut w = fast::complete(&p, m.to_vec(), opts.singleton_rule, Construction::Closure, deadline)
+            let mut w = construct::complete(&p, m.to_vec(), opts.singleton_rule, Construction::Closure, deadline)
                 .map_err(with_coord)?;
             if opts.cleanup {
                 w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline).map_err(with_coord)?;

@@ -26,6 +26,9 @@ use super::problem::Problem;
 /// One-dimensional balanced vectors kept per (dimension, node), smallest first.
 const MAX_OPTIONS: usize = 512;
 
+/// A hypercube as `(cell, ±1)` pairs (the target first where it is built for one).
+pub(crate) type Cube = Vec<(u32, i8)>;
+
 /// A verified move `(cell, value)` pairs and the reach it proves, per direction.
 pub(crate) type Certified = [Option<(Vec<(u32, f64)>, f64)>; 2];
 
