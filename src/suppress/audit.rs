@@ -28,10 +28,10 @@ use crate::table::relations::FastMap;
 use crate::table::{CellStatus, Table};
 
 use super::attacker::{tolerance, CompLp, Cut};
+use super::geometry::Cube;
 use super::problem::Problem;
 use super::singleton;
 use super::trace::trace;
-use super::witness::Cube;
 use super::SuppressError;
 
 /// Options of [`audit`].

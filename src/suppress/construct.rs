@@ -15,9 +15,9 @@ use rayon::prelude::*;
 
 use super::attacker::tolerance;
 use super::budget::Deadline;
+use super::geometry::Cube;
 use super::problem::{requirement, Fix, Problem};
 use super::trace::trace;
-use super::witness::Cube;
 use super::work::Work;
 use super::{Construction, SuppressError};
 
@@ -76,7 +76,7 @@ impl Work<'_, '_> {
     /// the pattern at the start of the batch and applied in order, so the pattern does not
     /// depend on the number of threads. Cells without a cube are left to the closure.
     ///
-    /// [`Geometry::cheapest_cube`]: super::witness::Geometry::cheapest_cube
+    /// [`Geometry::cheapest_cube`]: super::geometry::Geometry::cheapest_cube
     pub fn cover(&mut self) -> Vec<u32> {
         let p = self.p;
         let Some(geom) = p.geom.as_deref() else {
@@ -185,7 +185,7 @@ impl Work<'_, '_> {
     /// One batch of [`Self::cover`]: cubes chosen in parallel against the pattern at the start
     /// of the batch, applied in order; the cubes become candidate certificates
     /// ([`Self::candidates`]); cells without a cube are pushed to `left`.
-    fn cover_batch(&mut self, geom: &super::witness::Geometry, batch: &[usize], budget: usize, left: &mut Vec<usize>) {
+    fn cover_batch(&mut self, geom: &super::geometry::Geometry, batch: &[usize], budget: usize, left: &mut Vec<usize>) {
         let p = self.p;
         let sup = &self.aud.sup;
         let picks: Vec<Pick> = batch
@@ -244,7 +244,7 @@ const MULTI_FRACTIONS: [f64; 4] = [1.0, 0.5, 0.25, 0.125];
 /// them and the auditor verifies their combination exactly ([`super::audit::Auditor::offer`]).
 pub(crate) fn multi_cube(
     p: &Problem,
-    geom: &super::witness::Geometry,
+    geom: &super::geometry::Geometry,
     sup: &[bool],
     k: usize,
     budget: usize,
@@ -301,20 +301,25 @@ type DirectedMoves = Vec<(u8, Vec<(u32, f64)>)>;
 const BOX_COORDS: [usize; 2] = [20_000, 120_000];
 
 /// Attacker moves of sensitive cell `k` reaching its protection levels both ways inside a box
-/// around it ([`super::witness::Geometry::neighbourhood`]) where every suppressed or free cell
+/// around it ([`super::geometry::Geometry::neighbourhood`]) where every suppressed or free cell
 /// may move and every other cell is held at its value: one LP per direction, a restriction of
 /// the attacker once the support of the optimum is suppressed. For cells without any cube
 /// (sparse cells, marginals of few contributors); `None` when a direction falls short or an
 /// LP fails (the cell is then left to the closure). The moves are proposals the auditor
 /// verifies ([`super::audit::Auditor::offer_moves`]).
-pub(crate) fn box_cover(p: &Problem, geom: &super::witness::Geometry, sup: &[bool], k: usize) -> Option<DirectedMoves> {
+pub(crate) fn box_cover(
+    p: &Problem,
+    geom: &super::geometry::Geometry,
+    sup: &[bool],
+    k: usize,
+) -> Option<DirectedMoves> {
     BOX_COORDS.iter().find_map(|&size| box_moves(p, geom, sup, k, size))
 }
 
 /// [`box_cover`] with a box of at most `max_coords` coordinates.
 fn box_moves(
     p: &Problem,
-    geom: &super::witness::Geometry,
+    geom: &super::geometry::Geometry,
     sup: &[bool],
     k: usize,
     max_coords: usize,

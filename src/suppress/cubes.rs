@@ -20,13 +20,13 @@
 //! attacker move reaching both protection levels; the audit still certifies the pattern on its
 //! own (it finds its own witnesses and verifies them exactly, or solves LPs). Sensitive cells
 //! without a cube are returned for the closure. The cube search itself is
-//! [`Geometry::cheapest_cube`](super::witness::Geometry::cheapest_cube).
+//! [`Geometry::cheapest_cube`](super::geometry::Geometry::cheapest_cube).
 
 use rayon::prelude::*;
 
 use super::attacker::tolerance;
+use super::geometry::Cube;
 use super::problem::{requirement, Fix, Problem};
-use super::witness::Cube;
 
 /// Sensitive cells per parallel batch (small, so that later cubes see earlier ones).
 const BATCH: usize = 32;
@@ -41,7 +41,7 @@ pub(crate) struct Assignment {
     /// Sensitive cells (cell indices) without a cube, for the closure.
     pub left: Vec<u32>,
     /// Cube per sensitive cell (index into `Problem::sens`): `(cell, ±1)` with the target
-    /// first (`+1`), as [`Geometry::cheapest_cube`](super::witness::Geometry::cheapest_cube)
+    /// first (`+1`), as [`Geometry::cheapest_cube`](super::geometry::Geometry::cheapest_cube)
     /// returns it.
     pub cubes: Vec<Option<Cube>>,
     /// Improvement passes run (after the greedy pass) and cubes replaced in them.

@@ -24,6 +24,7 @@ pub(crate) mod construct;
 pub(crate) mod cubes;
 pub mod exact;
 pub mod fast;
+pub(crate) mod geometry;
 pub mod linked;
 pub mod modular;
 pub(crate) mod problem;

@@ -52,7 +52,7 @@ pub(crate) struct Problem<'a> {
     pub sens: Vec<Sensitive>,
     pub sens_of: FastMap<u32, u32>,
     /// Table geometry for combinatorial witnesses (`None` for joined linked tables).
-    pub geom: Option<std::sync::Arc<super::witness::Geometry<'a>>>,
+    pub geom: Option<std::sync::Arc<super::geometry::Geometry<'a>>>,
 }
 
 impl<'a> Problem<'a> {
@@ -85,7 +85,7 @@ impl<'a> Problem<'a> {
             status: (0..cells.len()).map(st).collect(),
             sens,
             sens_of: FastMap::default(),
-            geom: Some(std::sync::Arc::new(super::witness::Geometry::new(table))),
+            geom: Some(std::sync::Arc::new(super::geometry::Geometry::new(table))),
         };
         p.index_sensitive();
         p
