@@ -43,7 +43,6 @@ use crate::table::{CellStatus, Table, TableError};
 use budget::Deadline;
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
-pub use linked::{protect_linked, protect_linked_with};
 pub use modular::{
     solve_subtable, solve_task, subtables, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
     SubtableStatus, SubtableTask,
@@ -334,6 +333,36 @@ pub fn protect_with(
     prot.worker = out.worker;
     prot.stopped_by_time_limit = out.stopped_by_time_limit || deadline.was_hit();
     Ok(prot)
+}
+
+/// Protects linked tables jointly and audits them together; one [`Protection`] per table
+/// (its audit summary is the joint audit's).
+pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Protection>, SuppressError> {
+    protect_linked_with(tables, opts, &InProcess)
+}
+
+/// [`protect_linked`] with the joint protection and audit run by `solver` as one
+/// [`TableTask`] (on an executor of a cluster); here only the figures per table.
+pub fn protect_linked_with(
+    tables: &[Table],
+    opts: &ProtectOptions,
+    solver: &dyn SubtableSolver,
+) -> Result<Vec<Protection>, SuppressError> {
+    let start = Instant::now();
+    let task = TableTask { tables: tables.to_vec(), opts: opts.clone(), merged: None };
+    let out = task::run_checked(solver, task)?;
+    let mut prots = Vec::with_capacity(tables.len());
+    for (t, statuses) in tables.iter().zip(out.statuses) {
+        let tp = Problem::from_table(t, Some(&statuses));
+        let mut prot = summarise_pattern(&tp, statuses, opts.method, start);
+        // The table's own relations bound its secondaries (the joint system only adds rows).
+        prot.set_lower_bound(best_bound(&Problem::from_table(t, None), None));
+        prot.audit = out.audit.clone();
+        prot.worker.clone_from(&out.worker);
+        prot.stopped_by_time_limit = out.stopped_by_time_limit;
+        prots.push(prot);
+    }
+    Ok(prots)
 }
 
 /// The larger of a method's own lower bound on the secondary cost (e.g. `Optimal`'s master
