@@ -217,7 +217,7 @@ pub struct SubtableOutcome {
 
 /// Solves the independent subtables of one level; results in task order. The modular method
 /// calls it once per level, so an implementation can ship a level's subtables to a cluster
-/// (see `crate::dist`) while the decomposition, merge and audit stay with the caller.
+/// (see `crate::cluster`) while the decomposition, merge and audit stay with the caller.
 pub trait SubtableSolver: Sync {
     /// Solves `tasks`, returning one outcome per task in the same order.
     fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError>;
