@@ -91,7 +91,8 @@ pub fn render(r: &Report) -> String {
         table_section(&mut h, t);
     }
     for m in &r.microaggregations {
-        micro_section(&mut h, m);
+        // The section reads the report's fields by their JSON names, the names users see.
+        micro_section(&mut h, &serde_json::to_value(m).unwrap_or_default());
     }
     h.push_str("</body></html>\n");
     h
