@@ -176,6 +176,7 @@ pub struct NumericReport {
     /// Groups.
     pub groups: usize,
     /// IL = 100 · SSE / SST (standardised units).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub information_loss_percent: f64,
     /// Minimum group size.
     pub k: usize,
@@ -185,6 +186,7 @@ pub struct NumericReport {
     pub lower_bound: Option<f64>,
     /// SSE of the MDAV partition the result started from (two-step: MDAV inside the
     /// macro-groups); the SSE itself for the other methods.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub mdav_sse: f64,
     /// The method's job-file name.
     pub method: String,
@@ -197,10 +199,13 @@ pub struct NumericReport {
     /// Masked records.
     pub rows: usize,
     /// Wall time of the microaggregation.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub seconds: f64,
     /// Within-group sum of squares (standardised units).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub sse: f64,
     /// Total sum of squares (standardised units).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub sst: f64,
     /// Strata (`null` without `strata`).
     pub strata: Option<usize>,
@@ -219,8 +224,10 @@ pub struct NumericReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariableLoss {
     /// 100 · SSE / SST of this variable.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub information_loss_percent: f64,
     /// Σ (x − masked)², in the variable's units.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub sse: f64,
     /// The variable.
     pub variable: String,
@@ -230,16 +237,22 @@ pub struct VariableLoss {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NumericTimings {
     /// Lower bound.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub bound: f64,
     /// Improvement (column generation, genetic search).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub improve: f64,
     /// Partition.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub partition: f64,
     /// Standardisation.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub standardise: f64,
     /// Whole solve.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub total: f64,
     /// Result checks.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub verify: f64,
 }
 
@@ -262,6 +275,7 @@ pub struct NominalReport {
     /// Masked records.
     pub rows: usize,
     /// Wall time of the microaggregation.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
     pub seconds: f64,
     /// Strata (`null` without `strata`).
     pub strata: Option<usize>,

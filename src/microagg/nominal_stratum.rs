@@ -83,6 +83,7 @@ pub struct StratumReport {
     /// Clusters of at least k records.
     pub clusters: usize,
     /// χ² over the control tables.
+    #[serde(deserialize_with = "f64_or_null")]
     pub control_chi2: f64,
     /// Status of the exact step, as its `Debug` name (`Optimal`, …).
     pub exact_status: String,
@@ -113,10 +114,13 @@ pub struct TableErrorsReport {
     /// Nonempty cells.
     pub cells: usize,
     /// χ² of released against original counts.
+    #[serde(deserialize_with = "f64_or_null")]
     pub chi2: f64,
     /// Largest absolute error of a count.
+    #[serde(deserialize_with = "f64_or_null")]
     pub max_abs_error: f64,
     /// Largest relative error of a count.
+    #[serde(deserialize_with = "f64_or_null")]
     pub max_rel_error: f64,
     /// Cells that exist only in the released data.
     pub new_cells: usize,
@@ -128,12 +132,16 @@ pub struct TableErrorsReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StratumTimings {
     /// Aggregation (representatives).
+    #[serde(deserialize_with = "f64_or_null")]
     pub aggregate: f64,
     /// Clustering.
+    #[serde(deserialize_with = "f64_or_null")]
     pub partition: f64,
     /// Quality report.
+    #[serde(deserialize_with = "f64_or_null")]
     pub report: f64,
     /// k-anonymity check.
+    #[serde(deserialize_with = "f64_or_null")]
     pub verify: f64,
 }
 
@@ -188,4 +196,10 @@ impl From<&nominal::NominalReport> for StratumReport {
             },
         }
     }
+}
+
+/// Reads a number that `report.json` may hold as `null`: serde_json writes a non-finite `f64`
+/// (an SSE of degenerate data, say) as `null`, which reads back as NaN.
+pub fn f64_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
