@@ -13,7 +13,6 @@ mod charts;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-
 use crate::error::{Error, Result};
 use crate::masking::{MicroaggregationReport, NominalReport, NumericReport};
 use crate::publish::report::{Report, TableReport};
@@ -239,7 +238,9 @@ fn numeric_section(h: &mut String, r: &NumericReport) {
     let il: Vec<f64> = vars.iter().map(|v| finite(v.information_loss_percent).unwrap_or(0.0)).collect();
     h.push_str("<div class=\"chart\" data-chart=\"per-variable\">");
     h.push_str(&charts::bars("information loss per variable", &labels, &il, "IL (%)"));
-    h.push_str("</div>\n<table class=\"per-variable\"><tr><th class=\"l\">variable</th><th>SSE</th><th>IL (%)</th></tr>");
+    h.push_str(
+        "</div>\n<table class=\"per-variable\"><tr><th class=\"l\">variable</th><th>SSE</th><th>IL (%)</th></tr>",
+    );
     for (v, l) in vars.iter().zip(&labels) {
         let _ = write!(
             h,

@@ -429,7 +429,7 @@ pub(crate) fn complete<'p, 'a>(
 mod tests {
     use super::*;
     use crate::suppress::audit::Auditor;
-    use crate::suppress::tests::synthetic;
+    use crate::suppress::tests::{lp_audit, synthetic};
     use crate::suppress::{protect, Method, ProtectOptions};
 
     /// Forces every marginal of a 2-dimensional table published (`Protected`).
@@ -497,13 +497,7 @@ mod tests {
         let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
         let prot = protect(&t, &o).unwrap();
         assert_eq!((prot.audit.lps_solved, prot.audit.witnessed), (0, 2), "{:?}", prot.audit);
-        let lp = crate::suppress::audit(
-            &t,
-            &prot.statuses,
-            true,
-            &crate::suppress::AuditOptions { lp_only: true, exact_intervals: true },
-        )
-        .unwrap();
+        let lp = lp_audit(&t, &prot.statuses, true, true);
         assert!(lp.is_clean());
         assert!(lp.cells[0].hi >= vals[0][0] + 3.0 - 1e-6 && lp.cells[0].lo <= vals[0][0] - 3.0 + 1e-6);
     }
@@ -547,13 +541,7 @@ mod tests {
         assert_eq!(w.aud.lps, 0);
         let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
         let prot = protect(&t, &o).unwrap();
-        let lp = crate::suppress::audit(
-            &t,
-            &prot.statuses,
-            true,
-            &crate::suppress::AuditOptions { lp_only: true, exact_intervals: true },
-        )
-        .unwrap();
+        let lp = lp_audit(&t, &prot.statuses, true, true);
         assert!(lp.is_clean() && lp.cells[0].cell == a);
     }
 
@@ -607,13 +595,7 @@ mod tests {
         let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
         let prot = protect(&t, &o).unwrap();
         assert_eq!(prot.secondaries, 5);
-        let lp = crate::suppress::audit(
-            &t,
-            &prot.statuses,
-            true,
-            &crate::suppress::AuditOptions { lp_only: true, exact_intervals: true },
-        )
-        .unwrap();
+        let lp = lp_audit(&t, &prot.statuses, true, true);
         assert!(lp.is_clean());
         assert!(lp.cells[0].cell == a && lp.cells[0].hi >= 33.0 - 1e-6 && lp.cells[0].lo <= 27.0 + 1e-6);
     }

@@ -72,7 +72,7 @@ pub(crate) fn run_certified(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suppress::tests::synthetic;
+    use crate::suppress::tests::{lp_audit, synthetic};
     use crate::suppress::{protect, Construction, Method};
 
     /// Every pattern the cover leaves behind is completed into an audited one, with and
@@ -83,13 +83,7 @@ mod tests {
         let base = ProtectOptions { method: Method::Fast, construction: Construction::Hypercube, ..Default::default() };
         let raw = protect(&t, &ProtectOptions { cleanup: false, ..base.clone() }).unwrap();
         let clean = protect(&t, &ProtectOptions { time_limit_s: 4.0, ..base }).unwrap();
-        let lp = crate::suppress::audit(
-            &t,
-            &clean.statuses,
-            true,
-            &crate::suppress::AuditOptions { lp_only: true, ..Default::default() },
-        )
-        .unwrap();
+        let lp = lp_audit(&t, &clean.statuses, true, false);
         assert!(lp.is_clean());
         assert!(clean.secondary_cost <= raw.secondary_cost + 1e-9);
     }
@@ -106,13 +100,7 @@ mod tests {
                 let raw = protect(&t, &ProtectOptions { cleanup: false, ..base.clone() }).unwrap();
                 let clean = protect(&t, &ProtectOptions { time_limit_s: 3.0, ..base }).unwrap();
                 for prot in [&raw, &clean] {
-                    let a = crate::suppress::audit(
-                        &t,
-                        &prot.statuses,
-                        rule,
-                        &crate::suppress::AuditOptions { lp_only: true, ..Default::default() },
-                    )
-                    .unwrap();
+                    let a = lp_audit(&t, &prot.statuses, rule, false);
                     assert!(a.is_clean(), "seed {seed} rule {rule}");
                 }
                 assert!(clean.secondary_cost <= raw.secondary_cost + 1e-9, "seed {seed} rule {rule}");

@@ -490,6 +490,17 @@ pub(crate) mod tests {
         generate(&spec).unwrap()
     }
 
+    /// The independent audit oracle of the tests: attacker LPs only (no witnesses), exact
+    /// intervals when asked.
+    pub(crate) fn lp_audit(
+        t: &Table,
+        statuses: &[CellStatus],
+        singleton_rule: bool,
+        exact_intervals: bool,
+    ) -> AuditReport {
+        audit(t, statuses, singleton_rule, &AuditOptions { lp_only: true, exact_intervals }).unwrap()
+    }
+
     fn opts(method: Method) -> ProtectOptions {
         ProtectOptions { method, time_limit_s: 60.0, ..Default::default() }
     }
