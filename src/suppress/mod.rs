@@ -15,6 +15,14 @@
 //! forced cells stay suppressed, protected/empty cells stay published, results depend only on
 //! the input and the seed: every search is bounded in work units ([`budget`]), the time limit
 //! is a hard stop that, when it ends a search, is reported (`stopped_by_time_limit`).
+//!
+//! Layout: each method is a file ([`fast`], [`tabu`], [`exact`], [`modular`], and [`linked`]
+//! for the joint problem of linked tables); what they share is in files named for it — the
+//! flat problem ([`problem`]), the pattern under construction with its closure, repair and
+//! cleanup ([`work`]), the starting patterns ([`construct`], [`cubes`]), the table's geometry
+//! and hypercubes ([`geometry`]), verified witnesses ([`witness`]), the attacker LP
+//! ([`attacker`]) and the audit ([`audit`]). Imports between these files run one way (no
+//! circles); [`task`] is the unit of work a [`SubtableSolver`] runs in process or on a cluster.
 
 pub mod attacker;
 pub mod audit;
