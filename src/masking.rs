@@ -6,19 +6,19 @@
 //! Input order matters (users join the masked file back by position), so records are read with
 //! a single-partition DataFusion session: files are scanned one after another in path order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Float64Type, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster::ship::Executor;
 use crate::error::{nearest, Error, Result};
 use crate::job::{Job, MaskingKind, MicroaggregationJob};
-use crate::microagg::nominal_stratum::NominalStratumTask;
+use crate::microagg::nominal_stratum::{NominalStratumTask, StratumReport};
 use crate::microagg::{self, MicroaggParams, NumericData};
 use crate::progress::Progress;
 
@@ -103,6 +103,189 @@ fn replace(batch: &RecordBatch, new: &HashMap<String, ArrayRef>) -> Result<Recor
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
+/// The report of one `[[microaggregation]]` in `report.json`, numeric or nominal (told apart by
+/// `kind`). Each variant's fields are in alphabetical order, the order `report.json` has always
+/// had.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MicroaggregationReport {
+    /// `kind = "numeric"`.
+    Numeric(NumericReport),
+    /// `kind = "nominal"`.
+    Nominal(NominalReport),
+}
+
+impl MicroaggregationReport {
+    /// Sets the fields every kind shares once the records are masked: the data set's name,
+    /// records, variables and strata, and the seconds it took.
+    fn set_common(&mut self, m: &MicroaggregationJob, rows: usize, strata: Option<usize>, seconds: f64) {
+        let common = match self {
+            Self::Numeric(r) => (&mut r.name, &mut r.rows, &mut r.variables, &mut r.strata, &mut r.seconds),
+            Self::Nominal(r) => (&mut r.name, &mut r.rows, &mut r.variables, &mut r.strata, &mut r.seconds),
+        };
+        *common.0 = m.name.clone();
+        *common.1 = rows;
+        *common.2 = m.variables.clone();
+        *common.3 = strata;
+        *common.4 = seconds;
+    }
+
+    /// Records the file the publishing stage wrote the masked records to.
+    pub fn set_file(&mut self, file: String) {
+        match self {
+            Self::Numeric(r) => r.file = Some(file),
+            Self::Nominal(r) => r.file = Some(file),
+        }
+    }
+
+    /// The data set's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Numeric(r) => &r.name,
+            Self::Nominal(r) => &r.name,
+        }
+    }
+
+    /// Masked records.
+    pub fn rows(&self) -> usize {
+        match self {
+            Self::Numeric(r) => r.rows,
+            Self::Nominal(r) => r.rows,
+        }
+    }
+
+    /// The anonymity parameter k.
+    pub fn k(&self) -> usize {
+        match self {
+            Self::Numeric(r) => r.k,
+            Self::Nominal(r) => r.k,
+        }
+    }
+}
+
+/// The report of a numeric microaggregation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumericReport {
+    /// The masked file, relative to the output (set when published).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Gap between the SSE and the lower bound, percent (when a bound was computed).
+    pub gap_percent: Option<f64>,
+    /// `(group size, groups of that size)`, by size.
+    pub group_size_histogram: Vec<(usize, usize)>,
+    /// Groups.
+    pub groups: usize,
+    /// IL = 100 · SSE / SST (standardised units).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub information_loss_percent: f64,
+    /// Minimum group size.
+    pub k: usize,
+    /// `"numeric"`.
+    pub kind: String,
+    /// Lower bound on the optimal SSE (two-step, univariate-optimal).
+    pub lower_bound: Option<f64>,
+    /// SSE of the MDAV partition the result started from (two-step: MDAV inside the
+    /// macro-groups); the SSE itself for the other methods.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub mdav_sse: f64,
+    /// The method's job-file name.
+    pub method: String,
+    /// The `[[microaggregation]]` name.
+    pub name: String,
+    /// Per variable, in its own units: SSE and its share of the variable's SST.
+    pub per_variable: Vec<VariableLoss>,
+    /// Lower bound restricted to the method's macro-groups.
+    pub restricted_lower_bound: Option<f64>,
+    /// Masked records.
+    pub rows: usize,
+    /// Wall time of the microaggregation.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub seconds: f64,
+    /// Within-group sum of squares (standardised units).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub sse: f64,
+    /// Total sum of squares (standardised units).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub sst: f64,
+    /// Strata (`null` without `strata`).
+    pub strata: Option<usize>,
+    /// Strata solved per worker (only when they were shipped).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub strata_per_worker: BTreeMap<String, usize>,
+    /// Step timings, seconds.
+    pub timings_s: NumericTimings,
+    /// The aggregated variables.
+    pub variables: Vec<String>,
+    /// The solver's warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Information loss of one variable of a numeric microaggregation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariableLoss {
+    /// 100 · SSE / SST of this variable.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub information_loss_percent: f64,
+    /// Σ (x − masked)², in the variable's units.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub sse: f64,
+    /// The variable.
+    pub variable: String,
+}
+
+/// Step timings of a numeric microaggregation, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumericTimings {
+    /// Lower bound.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub bound: f64,
+    /// Improvement (column generation, genetic search).
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub improve: f64,
+    /// Partition.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub partition: f64,
+    /// Standardisation.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub standardise: f64,
+    /// Whole solve.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub total: f64,
+    /// Result checks.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub verify: f64,
+}
+
+/// The report of a nominal microaggregation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NominalReport {
+    /// The masked file, relative to the output (set when published).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Minimum class size.
+    pub k: usize,
+    /// `"nominal"`.
+    pub kind: String,
+    /// The method's job-file name.
+    pub method: String,
+    /// The `[[microaggregation]]` name.
+    pub name: String,
+    /// Per stratum, its quality report.
+    pub reports: Vec<StratumReport>,
+    /// Masked records.
+    pub rows: usize,
+    /// Wall time of the microaggregation.
+    #[serde(deserialize_with = "crate::microagg::nominal_stratum::f64_or_null")]
+    pub seconds: f64,
+    /// Strata (`null` without `strata`).
+    pub strata: Option<usize>,
+    /// Strata solved per worker (only when they were shipped).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub strata_per_worker: BTreeMap<String, usize>,
+    /// The anonymised variables.
+    pub variables: Vec<String>,
+}
+
 /// Runs one `[[microaggregation]]`; returns the masked records (the input rows in input order,
 /// checked k-anonymous) and the report, which the publishing stage completes with the file it
 /// writes. The strata are solved as partitions by `executor` (see
@@ -113,7 +296,7 @@ pub async fn run_microaggregation(
     m: &MicroaggregationJob,
     progress: &Progress,
     executor: &Executor,
-) -> Result<(RecordBatch, serde_json::Value)> {
+) -> Result<(RecordBatch, MicroaggregationReport)> {
     let stage = progress.stage(&format!("{}: reading microdata", m.name), 1);
     let (batch, source) = read_in_order(job, m.source.as_deref()).await?;
     stage.finish();
@@ -130,21 +313,13 @@ pub async fn run_microaggregation(
         let (outcomes, per_worker) = executor.solve_strata(&m.name, &tasks).await?;
         let r = microagg::finish_strata(&data, &params, plan, outcomes).map_err(failed)?;
         let (cols, mut report) = numeric_output(&r, m, &data);
-        if !per_worker.is_empty() {
-            report["strata_per_worker"] = json!(per_worker);
-        }
-        (cols, report)
+        report.strata_per_worker = per_worker;
+        (cols, MicroaggregationReport::Numeric(report))
     };
     stage.finish();
     let out = replace(&batch, &masked)?;
     verify_written(&out, m, strata.as_ref().map(|s| &s.0))?;
-    if let serde_json::Value::Object(o) = &mut report {
-        o.insert("name".into(), json!(m.name));
-        o.insert("rows".into(), json!(batch.num_rows()));
-        o.insert("variables".into(), json!(m.variables));
-        o.insert("strata".into(), json!(strata.as_ref().map(|s| s.1.len())));
-        o.insert("seconds".into(), json!(start.elapsed().as_secs_f64()));
-    }
+    report.set_common(m, batch.num_rows(), strata.as_ref().map(|s| s.1.len()), start.elapsed().as_secs_f64());
     Ok((out, report))
 }
 
@@ -223,11 +398,11 @@ fn numeric_output(
     r: &microagg::MicroaggResult,
     m: &MicroaggregationJob,
     data: &NumericData,
-) -> (HashMap<String, ArrayRef>, serde_json::Value) {
+) -> (HashMap<String, ArrayRef>, NumericReport) {
     let (n, d) = (data.rows, m.variables.len());
     // Per variable, in its own units: Σ (x − masked)² and its share of Σ (x − mean)², so a
     // reader sees which variable paid for the grouping.
-    let per_variable: Vec<serde_json::Value> = m
+    let per_variable: Vec<VariableLoss> = m
         .variables
         .iter()
         .enumerate()
@@ -237,7 +412,7 @@ fn numeric_output(
             let sse: f64 = (0..n).map(|i| (x(i) - r.masked[i * d + j]).powi(2)).sum();
             let sst: f64 = (0..n).map(|i| (x(i) - mean).powi(2)).sum();
             let il = if sst > 0.0 { 100.0 * sse / sst } else { 0.0 };
-            json!({"variable": v, "sse": sse, "information_loss_percent": il})
+            VariableLoss { information_loss_percent: il, sse, variable: v.clone() }
         })
         .collect();
     let mut cols = HashMap::new();
@@ -245,31 +420,37 @@ fn numeric_output(
         let col: Float64Array = (0..n).map(|i| Some(r.masked[i * d + j])).collect();
         cols.insert(v.clone(), Arc::new(col) as ArrayRef);
     }
-    let report = json!({
-        "kind": "numeric",
-        "method": m.method_name(),
-        "k": m.k,
-        "groups": r.n_groups,
-        "sse": r.sse,
-        "sst": r.sst,
-        "information_loss_percent": r.information_loss,
-        "lower_bound": r.lower_bound,
-        "gap_percent": r.gap_percent,
-        "restricted_lower_bound": r.restricted_bound,
-        "group_size_histogram": r.group_sizes,
-        // The MDAV partition the result started from (two-step: MDAV inside the macro-groups).
-        "mdav_sse": r.step1_sse.unwrap_or(r.sse),
-        "per_variable": per_variable,
-        "warnings": r.warnings,
-        "timings_s": {
-            "standardise": r.timings.standardise_s,
-            "partition": r.timings.partition_s,
-            "improve": r.timings.improve_s,
-            "bound": r.timings.bound_s,
-            "verify": r.timings.verify_s,
-            "total": r.timings.total_s,
+    let report = NumericReport {
+        file: None,
+        gap_percent: r.gap_percent,
+        group_size_histogram: r.group_sizes.clone(),
+        groups: r.n_groups,
+        information_loss_percent: r.information_loss,
+        k: m.k,
+        kind: "numeric".into(),
+        lower_bound: r.lower_bound,
+        mdav_sse: r.step1_sse.unwrap_or(r.sse),
+        method: m.method_name().into(),
+        name: String::new(),
+        per_variable,
+        restricted_lower_bound: r.restricted_bound,
+        rows: 0,
+        seconds: 0.0,
+        sse: r.sse,
+        sst: r.sst,
+        strata: None,
+        strata_per_worker: BTreeMap::new(),
+        timings_s: NumericTimings {
+            bound: r.timings.bound_s,
+            improve: r.timings.improve_s,
+            partition: r.timings.partition_s,
+            standardise: r.timings.standardise_s,
+            total: r.timings.total_s,
+            verify: r.timings.verify_s,
         },
-    });
+        variables: Vec::new(),
+        warnings: r.warnings.clone(),
+    };
     (cols, report)
 }
 
@@ -279,7 +460,7 @@ async fn nominal_mask(
     m: &MicroaggregationJob,
     strata: Option<&Vec<u64>>,
     executor: &Executor,
-) -> Result<(HashMap<String, ArrayRef>, serde_json::Value)> {
+) -> Result<(HashMap<String, ArrayRef>, MicroaggregationReport)> {
     let n = batch.num_rows();
     let mut dicts: Vec<Vec<String>> = Vec::new();
     let mut codes: Vec<Vec<u32>> = vec![Vec::with_capacity(m.variables.len()); n];
@@ -352,14 +533,18 @@ async fn nominal_mask(
         let arr = if original == DataType::Utf8 { arr } else { arrow::compute::cast(&arr, &original)? };
         cols.insert(v.clone(), arr);
     }
-    let mut report = json!({
-        "kind": "nominal",
-        "method": m.method_name(),
-        "k": m.k,
-        "reports": reports,
-    });
-    if !per_worker.is_empty() {
-        report["strata_per_worker"] = json!(per_worker);
-    }
-    Ok((cols, report))
+    let report = NominalReport {
+        file: None,
+        k: m.k,
+        kind: "nominal".into(),
+        method: m.method_name().into(),
+        name: String::new(),
+        reports,
+        rows: 0,
+        seconds: 0.0,
+        strata: None,
+        strata_per_worker: per_worker,
+        variables: Vec::new(),
+    };
+    Ok((cols, MicroaggregationReport::Nominal(report)))
 }

@@ -213,9 +213,7 @@ async fn run_job_with(
         // Strata run where the engine runs queries (executors on a cluster).
         let (masked, mut r) = crate::masking::run_microaggregation(job, m, progress, &executor).await?;
         let file = crate::publish::table::write_masked(staging.dir(), &m.name, &masked)?;
-        if let serde_json::Value::Object(o) = &mut r {
-            o.insert("file".into(), serde_json::Value::String(file));
-        }
+        r.set_file(file);
         report.microaggregations.push(r);
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Internal(e.to_string()))?;

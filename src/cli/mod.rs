@@ -320,21 +320,18 @@ pub async fn execute(
             );
         }
         for m in &summary.report.microaggregations {
-            let figure = match m["kind"].as_str() {
-                Some("numeric") => format!(
+            let figure = match m {
+                sdcflow::masking::MicroaggregationReport::Numeric(r) => format!(
                     "SSE {:.2}, IL {:.2}%{}",
-                    m["sse"].as_f64().unwrap_or(f64::NAN),
-                    m["information_loss_percent"].as_f64().unwrap_or(f64::NAN),
-                    m["lower_bound"].as_f64().map(|b| format!(", lower bound {b:.2}")).unwrap_or_default()
+                    r.sse,
+                    r.information_loss_percent,
+                    r.lower_bound.map(|b| format!(", lower bound {b:.2}")).unwrap_or_default()
                 ),
-                _ => "k-anonymous, frequency-table errors in report.json".to_string(),
+                sdcflow::masking::MicroaggregationReport::Nominal(_) => {
+                    "k-anonymous, frequency-table errors in report.json".to_string()
+                }
             };
-            println!(
-                "microaggregation {}: {} rows, k = {}, {figure}",
-                m["name"].as_str().unwrap_or("?"),
-                m["rows"],
-                m["k"]
-            );
+            println!("microaggregation {}: {} rows, k = {}, {figure}", m.name(), m.rows(), m.k());
         }
         println!("output written to {}", summary.output);
     }

@@ -3,7 +3,7 @@
 //! in this process or on a cluster executor (`sdc_anonymise_nominal`) with the same result
 //! anywhere, since [`anonymise_stratum`] depends only on its task.
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::nominal::{self, ControlTables, NominalData, NominalParams, RepresentativeMethod};
 
@@ -45,8 +45,8 @@ pub struct NominalStratumTask {
 pub struct NominalStratumOutcome {
     /// Released category codes, same shape as the task's.
     pub released: Vec<u32>,
-    /// [`nominal::NominalReport`] as JSON (for `report.json`).
-    pub report: serde_json::Value,
+    /// The stratum's quality report (for `report.json`).
+    pub report: StratumReport,
 }
 
 /// Anonymises one nominal stratum (pure: depends only on the task).
@@ -68,22 +68,138 @@ pub fn anonymise_stratum(task: &NominalStratumTask) -> std::result::Result<Nomin
     };
     let params = NominalParams { k: task.k, control, seed: task.seed, options };
     let res = nominal::anonymise(&data, &params).map_err(|e| e.to_string())?;
-    Ok(NominalStratumOutcome { released: res.released.codes().to_vec(), report: nominal_report_json(&res.report) })
+    Ok(NominalStratumOutcome { released: res.released.codes().to_vec(), report: (&res.report).into() })
 }
 
-/// The nominal quality report as JSON: χ², max absolute and relative error per table dimension,
-/// over the control tables and over all tables.
-fn nominal_report_json(r: &nominal::NominalReport) -> serde_json::Value {
-    let errors = |e: &nominal::metrics::TableErrors| json!({"tables": e.tables, "cells": e.cells, "chi2": e.chi2, "max_abs_error": e.max_abs, "max_rel_error": e.max_rel, "new_cells": e.new_cells});
-    json!({
-        "method": r.method,
-        "exact_status": format!("{:?}", r.exact_status),
-        "control_chi2": r.control_chi2,
-        "clustering_weight": r.clustering_weight,
-        "clusters": r.n_clusters,
-        "blocks": r.n_blocks,
-        "verify": {"rows": r.verify.rows, "min_class_size": r.verify.min_class_size, "new_combination_rows": r.verify.new_combination_rows},
-        "per_dimension": r.per_dimension.iter().map(|d| json!({"dimension": d.dim, "control": errors(&d.control), "all": errors(&d.all)})).collect::<Vec<_>>(),
-        "timings_ms": {"partition": r.timings.partition_ms, "aggregate": r.timings.aggregate_ms, "verify": r.timings.verify_ms, "report": r.timings.report_ms},
-    })
+/// The quality report of one nominal stratum in `report.json`: χ², max absolute and relative
+/// error per table dimension, over the control tables and over all tables. Fields in
+/// alphabetical order (the order `report.json` has always had).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StratumReport {
+    /// Independent blocks the clustering was split into.
+    pub blocks: usize,
+    /// Weight of the clustering (see [`nominal::NominalReport::clustering_weight`]).
+    pub clustering_weight: u64,
+    /// Clusters of at least k records.
+    pub clusters: usize,
+    /// χ² over the control tables.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub control_chi2: f64,
+    /// Status of the exact step, as its `Debug` name (`Optimal`, …).
+    pub exact_status: String,
+    /// The pipeline that ran (e.g. `greedy+1opt+exact-windows`).
+    pub method: String,
+    /// Per table dimension.
+    pub per_dimension: Vec<DimensionReport>,
+    /// Step timings (milliseconds).
+    pub timings_ms: StratumTimings,
+    /// The independent k-anonymity check of the released rows.
+    pub verify: StratumVerify,
+}
+
+/// Errors of the tables of one dimension, over the control tables and over all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DimensionReport {
+    /// Over all tables of this dimension.
+    pub all: TableErrorsReport,
+    /// Over the control tables of this dimension.
+    pub control: TableErrorsReport,
+    /// Table dimension (number of variables crossed).
+    pub dimension: usize,
+}
+
+/// [`nominal::metrics::TableErrors`] as written in `report.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableErrorsReport {
+    /// Nonempty cells.
+    pub cells: usize,
+    /// χ² of released against original counts.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub chi2: f64,
+    /// Largest absolute error of a count.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub max_abs_error: f64,
+    /// Largest relative error of a count.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub max_rel_error: f64,
+    /// Cells that exist only in the released data.
+    pub new_cells: usize,
+    /// Tables.
+    pub tables: usize,
+}
+
+/// Step timings of a stratum, milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StratumTimings {
+    /// Aggregation (representatives).
+    #[serde(deserialize_with = "f64_or_null")]
+    pub aggregate: f64,
+    /// Clustering.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub partition: f64,
+    /// Quality report.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub report: f64,
+    /// k-anonymity check.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub verify: f64,
+}
+
+/// The k-anonymity check of a stratum's released rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StratumVerify {
+    /// Smallest class of identical released rows.
+    pub min_class_size: usize,
+    /// Released rows whose combination does not occur in the original data.
+    pub new_combination_rows: usize,
+    /// Rows checked.
+    pub rows: usize,
+}
+
+impl From<&nominal::metrics::TableErrors> for TableErrorsReport {
+    fn from(e: &nominal::metrics::TableErrors) -> Self {
+        Self {
+            cells: e.cells,
+            chi2: e.chi2,
+            max_abs_error: e.max_abs,
+            max_rel_error: e.max_rel,
+            new_cells: e.new_cells,
+            tables: e.tables,
+        }
+    }
+}
+
+impl From<&nominal::NominalReport> for StratumReport {
+    fn from(r: &nominal::NominalReport) -> Self {
+        Self {
+            blocks: r.n_blocks,
+            clustering_weight: r.clustering_weight,
+            clusters: r.n_clusters,
+            control_chi2: r.control_chi2,
+            exact_status: format!("{:?}", r.exact_status),
+            method: r.method.clone(),
+            per_dimension: r
+                .per_dimension
+                .iter()
+                .map(|d| DimensionReport { all: (&d.all).into(), control: (&d.control).into(), dimension: d.dim })
+                .collect(),
+            timings_ms: StratumTimings {
+                aggregate: r.timings.aggregate_ms,
+                partition: r.timings.partition_ms,
+                report: r.timings.report_ms,
+                verify: r.timings.verify_ms,
+            },
+            verify: StratumVerify {
+                min_class_size: r.verify.min_class_size,
+                new_combination_rows: r.verify.new_combination_rows,
+                rows: r.verify.rows,
+            },
+        }
+    }
+}
+
+/// Reads a number that `report.json` may hold as `null`: serde_json writes a non-finite `f64`
+/// (an SSE of degenerate data, say) as `null`, which reads back as NaN.
+pub fn f64_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }

@@ -21,7 +21,7 @@ pub struct Report {
     /// Per-table figures, in job order.
     pub tables: Vec<TableReport>,
     /// Per microaggregated data set: method, k, SSE / IL or χ² figures, bounds, timings.
-    pub microaggregations: Vec<serde_json::Value>,
+    pub microaggregations: Vec<crate::masking::MicroaggregationReport>,
     /// Warnings (also printed).
     pub warnings: Vec<String>,
 }

@@ -13,9 +13,8 @@ mod charts;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::error::{Error, Result};
+use crate::masking::{MicroaggregationReport, NominalReport, NumericReport};
 use crate::publish::report::{Report, TableReport};
 
 /// `sdcflow report OUT`: renders `OUT/report.html` again from `OUT/report.json`; the page is
@@ -188,100 +187,104 @@ fn table_section(h: &mut String, t: &TableReport) {
     h.push_str("</section>\n");
 }
 
-fn f(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
+/// `x` when it is finite (report.json writes other values as `null`, which the page skips).
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }
 
-fn micro_section(h: &mut String, m: &Value) {
-    let name = m.get("name").and_then(Value::as_str).unwrap_or("");
-    let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
+fn micro_section(h: &mut String, m: &MicroaggregationReport) {
+    let (name, kind, method, k, rows) = match m {
+        MicroaggregationReport::Numeric(r) => (&r.name, &r.kind, &r.method, r.k, r.rows),
+        MicroaggregationReport::Nominal(r) => (&r.name, &r.kind, &r.method, r.k, r.rows),
+    };
     let _ = write!(
         h,
         "<section class=\"microaggregation\" data-micro=\"{0}\"><h2>Microaggregation {0}</h2>\n<p>{1}, method \
          <code>{2}</code>, k = {3}, {4} records.</p>\n<table class=\"summary\">",
         esc(name),
         esc(kind),
-        esc(m.get("method").and_then(Value::as_str).unwrap_or("")),
-        m.get("k").and_then(Value::as_u64).unwrap_or(0),
-        m.get("rows").and_then(Value::as_u64).unwrap_or(0)
+        esc(method),
+        k,
+        rows
     );
-    if kind == "numeric" {
-        for (label, key) in [
-            ("SSE", "sse"),
-            ("SSE of MDAV", "mdav_sse"),
-            ("lower bound on the optimal SSE", "lower_bound"),
-            ("gap to the lower bound (%)", "gap_percent"),
-            ("information loss IL (%)", "information_loss_percent"),
-            ("groups", "groups"),
-        ] {
-            if let Some(x) = f(m, key) {
-                row(h, label, key, num(x));
-            }
-        }
-        h.push_str("</table>\n");
-        let hist: Vec<(String, f64)> = m
-            .get("group_size_histogram")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|p| Some((p.get(0)?.as_u64()?.to_string(), p.get(1)?.as_f64()?))).collect())
-            .unwrap_or_default();
-        let (labels, counts): (Vec<String>, Vec<f64>) = hist.into_iter().unzip();
-        h.push_str("<div class=\"chart\" data-chart=\"group-sizes\">");
-        h.push_str(&charts::bars("groups by size", &labels, &counts, "groups"));
-        h.push_str("</div>\n");
-        if let Some(vars) = m.get("per_variable").and_then(Value::as_array) {
-            let labels: Vec<String> =
-                vars.iter().map(|v| v.get("variable").and_then(Value::as_str).unwrap_or("").to_string()).collect();
-            let il: Vec<f64> = vars.iter().map(|v| f(v, "information_loss_percent").unwrap_or(0.0)).collect();
-            h.push_str("<div class=\"chart\" data-chart=\"per-variable\">");
-            h.push_str(&charts::bars("information loss per variable", &labels, &il, "IL (%)"));
-            h.push_str("</div>\n<table class=\"per-variable\"><tr><th class=\"l\">variable</th><th>SSE</th><th>IL (%)</th></tr>");
-            for (v, l) in vars.iter().zip(&labels) {
-                let _ = write!(
-                    h,
-                    "<tr><td class=\"l\">{}</td><td data-field=\"per_variable.{0}.sse\">{}</td><td>{}</td></tr>",
-                    esc(l),
-                    num(f(v, "sse").unwrap_or(0.0)),
-                    num(f(v, "information_loss_percent").unwrap_or(0.0))
-                );
-            }
-            h.push_str("</table>\n");
-        }
-    } else {
-        h.push_str("</table>\n");
-        let reports = m.get("reports").and_then(Value::as_array).cloned().unwrap_or_default();
-        for (i, r) in reports.iter().enumerate() {
-            let dims = r.get("per_dimension").and_then(Value::as_array).cloned().unwrap_or_default();
-            let _ = write!(
-                h,
-                "<h3>Stratum {}</h3><table class=\"per-dimension\"><tr><th>table dimension</th><th>χ² (control)</th>\
-                 <th>max abs. error (control)</th><th>χ² (all)</th><th>max abs. error (all)</th><th>max rel. error (all)</th></tr>",
-                i + 1
-            );
-            let mut labels = Vec::new();
-            let mut chi = Vec::new();
-            for d in &dims {
-                let g = |part: &str, k: &str| d.get(part).and_then(|p| f(p, k)).unwrap_or(0.0);
-                let dim = d.get("dimension").and_then(Value::as_u64).unwrap_or(0);
-                let _ = write!(
-                    h,
-                    "<tr><td>{dim}</td><td data-field=\"reports.{i}.per_dimension.{dim}.control.chi2\">{}</td><td>{}</td>\
-                     <td>{}</td><td>{}</td><td>{}</td></tr>",
-                    num(g("control", "chi2")),
-                    num(g("control", "max_abs_error")),
-                    num(g("all", "chi2")),
-                    num(g("all", "max_abs_error")),
-                    num(g("all", "max_rel_error"))
-                );
-                labels.push(format!("{dim}-dim"));
-                chi.push(g("all", "chi2"));
-            }
-            h.push_str("</table>\n");
-            if i == 0 {
-                h.push_str("<div class=\"chart\" data-chart=\"chi2\">");
-                h.push_str(&charts::bars("χ² by table dimension (all tables)", &labels, &chi, "χ²"));
-                h.push_str("</div>\n");
-            }
-        }
+    match m {
+        MicroaggregationReport::Numeric(r) => numeric_section(h, r),
+        MicroaggregationReport::Nominal(r) => nominal_section(h, r),
     }
     h.push_str("</section>\n");
+}
+
+fn numeric_section(h: &mut String, r: &NumericReport) {
+    for (label, key, value) in [
+        ("SSE", "sse", finite(r.sse)),
+        ("SSE of MDAV", "mdav_sse", finite(r.mdav_sse)),
+        ("lower bound on the optimal SSE", "lower_bound", r.lower_bound.and_then(finite)),
+        ("gap to the lower bound (%)", "gap_percent", r.gap_percent.and_then(finite)),
+        ("information loss IL (%)", "information_loss_percent", finite(r.information_loss_percent)),
+        ("groups", "groups", Some(r.groups as f64)),
+    ] {
+        if let Some(x) = value {
+            row(h, label, key, num(x));
+        }
+    }
+    h.push_str("</table>\n");
+    let (labels, counts): (Vec<String>, Vec<f64>) =
+        r.group_size_histogram.iter().map(|&(size, n)| (size.to_string(), n as f64)).unzip();
+    h.push_str("<div class=\"chart\" data-chart=\"group-sizes\">");
+    h.push_str(&charts::bars("groups by size", &labels, &counts, "groups"));
+    h.push_str("</div>\n");
+    let vars = &r.per_variable;
+    let labels: Vec<String> = vars.iter().map(|v| v.variable.clone()).collect();
+    let il: Vec<f64> = vars.iter().map(|v| finite(v.information_loss_percent).unwrap_or(0.0)).collect();
+    h.push_str("<div class=\"chart\" data-chart=\"per-variable\">");
+    h.push_str(&charts::bars("information loss per variable", &labels, &il, "IL (%)"));
+    h.push_str(
+        "</div>\n<table class=\"per-variable\"><tr><th class=\"l\">variable</th><th>SSE</th><th>IL (%)</th></tr>",
+    );
+    for (v, l) in vars.iter().zip(&labels) {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td data-field=\"per_variable.{0}.sse\">{}</td><td>{}</td></tr>",
+            esc(l),
+            num(finite(v.sse).unwrap_or(0.0)),
+            num(finite(v.information_loss_percent).unwrap_or(0.0))
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn nominal_section(h: &mut String, r: &NominalReport) {
+    h.push_str("</table>\n");
+    for (i, s) in r.reports.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<h3>Stratum {}</h3><table class=\"per-dimension\"><tr><th>table dimension</th><th>χ² (control)</th>\
+             <th>max abs. error (control)</th><th>χ² (all)</th><th>max abs. error (all)</th><th>max rel. error (all)</th></tr>",
+            i + 1
+        );
+        let mut labels = Vec::new();
+        let mut chi = Vec::new();
+        for d in &s.per_dimension {
+            let g = |x: f64| finite(x).unwrap_or(0.0);
+            let dim = d.dimension;
+            let _ = write!(
+                h,
+                "<tr><td>{dim}</td><td data-field=\"reports.{i}.per_dimension.{dim}.control.chi2\">{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td></tr>",
+                num(g(d.control.chi2)),
+                num(g(d.control.max_abs_error)),
+                num(g(d.all.chi2)),
+                num(g(d.all.max_abs_error)),
+                num(g(d.all.max_rel_error))
+            );
+            labels.push(format!("{dim}-dim"));
+            chi.push(g(d.all.chi2));
+        }
+        h.push_str("</table>\n");
+        if i == 0 {
+            h.push_str("<div class=\"chart\" data-chart=\"chi2\">");
+            h.push_str(&charts::bars("χ² by table dimension (all tables)", &labels, &chi, "χ²"));
+            h.push_str("</div>\n");
+        }
+    }
 }

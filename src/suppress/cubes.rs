@@ -2,7 +2,7 @@
 //! improved by local search over the assignment. The first pattern of `Fast` on tables small
 //! enough for it (see [`super::fast`]).
 //!
-//! Why: the parallel hypercube cover ([`super::fast::Work::cover`]) picks every cube against the
+//! Why: the parallel hypercube cover ([`super::work::Work::cover`]) picks every cube against the
 //! pattern at the start of its batch (2 048 sensitive cells), so on a table with a few thousand
 //! primaries no cube sees the others and the union of cubes is far from cheap; the cleanup
 //! then spends its budget undoing it with one audit per trial. Here the pattern is the union
@@ -20,13 +20,13 @@
 //! attacker move reaching both protection levels; the audit still certifies the pattern on its
 //! own (it finds its own witnesses and verifies them exactly, or solves LPs). Sensitive cells
 //! without a cube are returned for the closure. The cube search itself is
-//! [`Geometry::cheapest_cube`](super::witness::Geometry::cheapest_cube).
+//! [`Geometry::cheapest_cube`](super::geometry::Geometry::cheapest_cube).
 
 use rayon::prelude::*;
 
 use super::attacker::tolerance;
-use super::fast::requirement;
-use super::problem::{Fix, Problem};
+use super::geometry::Cube;
+use super::problem::{requirement, Fix, Problem};
 
 /// Sensitive cells per parallel batch (small, so that later cubes see earlier ones).
 const BATCH: usize = 32;
@@ -35,16 +35,13 @@ const BATCH: usize = 32;
 const BUDGET: usize = 20_000;
 const BEAM: usize = 6;
 
-/// A hypercube as `(cell, ±1)` pairs, the target first.
-type Cube = Vec<(u32, i8)>;
-
 /// Result of [`assign`].
 #[derive(Debug, Clone)]
 pub(crate) struct Assignment {
     /// Sensitive cells (cell indices) without a cube, for the closure.
     pub left: Vec<u32>,
     /// Cube per sensitive cell (index into `Problem::sens`): `(cell, ±1)` with the target
-    /// first (`+1`), as [`Geometry::cheapest_cube`](super::witness::Geometry::cheapest_cube)
+    /// first (`+1`), as [`Geometry::cheapest_cube`](super::geometry::Geometry::cheapest_cube)
     /// returns it.
     pub cubes: Vec<Option<Cube>>,
     /// Improvement passes run (after the greedy pass) and cubes replaced in them.

@@ -27,7 +27,10 @@ use crate::lp::{self, Direction, LinearProgram, LpStatus, SolveOptions};
 use super::attacker::Cut;
 use super::audit::Auditor;
 use super::budget::Deadline;
-use super::problem::{Fix, Problem};
+use super::construct::complete;
+use super::problem::{requirement, Fix, Problem};
+use super::trace::trace;
+use super::work::Work;
 use super::{fast, separation, ProtectOptions, SuppressError};
 
 /// The master problem's static rows (valid inequalities).
@@ -49,7 +52,7 @@ pub(crate) fn master(p: &Problem, singleton_rule: bool, integer: bool) -> Linear
     for r in 0..p.rel.len() {
         let members: Vec<usize> = p.rel.members(r).map(|m| m as usize).collect();
         for &i in &members {
-            let sensitive = p.sens_of.get(&(i as u32)).is_some_and(|&k| fast::requirement(&p.sens[k as usize]) > 0.0);
+            let sensitive = p.sens_of.get(&(i as u32)).is_some_and(|&k| requirement(&p.sens[k as usize]) > 0.0);
             let free = p.fix[i] == Fix::Free && !(singleton_rule && any_singleton);
             if sensitive || free {
                 let mut coefs: Vec<(usize, f64)> = members.iter().filter(|&&j| j != i).map(|&j| (j, 1.0)).collect();
@@ -138,7 +141,7 @@ fn strengthen_bound(
         bound = bound.max(s.objective);
         history.push(s.objective);
         let cuts = separate(p, &x, deadline)?;
-        super::fast::trace(format_args!(
+        trace(format_args!(
             "optimal: LP round {round}: bound {:.4} %, {} cuts, {} rows",
             p.cost_percent(s.objective),
             cuts.len(),
@@ -171,17 +174,17 @@ pub(crate) fn repaired<'p, 'a>(
     sup: Vec<bool>,
     singleton_rule: bool,
     deadline: &Deadline,
-) -> Result<fast::Work<'p, 'a>, SuppressError> {
-    let mut w = fast::Work::new(p, sup.clone());
+) -> Result<Work<'p, 'a>, SuppressError> {
+    let mut w = Work::new(p, sup.clone());
     // Many failures: a pattern far from protecting (an early master's on a large table), where
     // repairing cut by cut costs an audit per round; the closure is the cheaper start there.
     if w.aud.check()?.len() * REPAIR_ONLY_SHARE > p.sens.len() {
-        return fast::complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
+        return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
     match w.repair(singleton_rule, deadline) {
         Ok(()) => Ok(w),
         Err(SuppressError::Unprotected { .. }) => {
-            fast::complete(p, sup, singleton_rule, super::Construction::Closure, deadline)
+            complete(p, sup, singleton_rule, super::Construction::Closure, deadline)
         }
         Err(e) => Err(e),
     }
@@ -215,7 +218,7 @@ pub(crate) fn run(
     // tables of 10^4 cells); the master MIPs improve on it.
     let mut best = fast::run(p, &ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() }, deadline)?;
     let mut best_cost = p.cost_of(&best);
-    super::fast::trace(format_args!(
+    trace(format_args!(
         "optimal: fast start {:.1}s, cost {:.4} %",
         t0.elapsed().as_secs_f64(),
         p.cost_percent(best_cost)
@@ -234,7 +237,7 @@ pub(crate) fn run(
         }
         Err(e) => return Err(e),
     };
-    super::fast::trace(format_args!(
+    trace(format_args!(
         "optimal: LP phase {:.1}s, bound {:.4} %, {} rows",
         t0.elapsed().as_secs_f64(),
         p.cost_percent(lower),
@@ -283,7 +286,7 @@ pub(crate) fn run(
         let x: Vec<bool> = s.columns.iter().map(|v| *v > 0.5).collect();
         let mut aud = Auditor::new(p, x.clone());
         let fails = aud.check()?;
-        super::fast::trace(format_args!(
+        trace(format_args!(
             "optimal: MIP {round} {:.1}s: {:?} {:.4} % (bound {:.4} %), {} failures",
             t0.elapsed().as_secs_f64(),
             s.status,
@@ -312,7 +315,7 @@ pub(crate) fn run(
                 if c < best_cost - 1e-9 && w.aud.check()?.is_empty() {
                     best = w.sup().to_vec();
                     best_cost = c;
-                    super::fast::trace(format_args!("optimal: repaired pattern {:.4} %", p.cost_percent(c)));
+                    trace(format_args!("optimal: repaired pattern {:.4} %", p.cost_percent(c)));
                 }
             }
         }

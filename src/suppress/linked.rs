@@ -11,13 +11,17 @@
 //! single-table attacker knows a subset of the relations). Invariants: common cells must agree
 //! in value (else an input error), and a common cell is primary if it is primary anywhere (with
 //! the largest protection levels), published if forced published anywhere.
+//!
+//! The entry points ([`super::protect_linked`], [`super::protect_linked_with`]) sit beside
+//! [`super::protect`]: they ship the joint solve ([`solve_joint`]) as one [`super::TableTask`]
+//! and check its outcome ([`audit_joint`]), so this file needs no task machinery.
 
 use std::borrow::Cow;
 use std::time::Instant;
 
 use super::budget::Deadline;
 use super::problem::{Fix, Problem, Sensitive};
-use super::{fast, AuditSummary, Method, ProtectOptions, Protection, SubtableSolver, SuppressError, TableTask};
+use super::{construct, fast, AuditSummary, Method, ProtectOptions, SuppressError};
 use crate::table::relations::FastMap;
 use crate::table::{CellStatus, Relations, Table};
 
@@ -175,36 +179,6 @@ fn join(tables: &[Table]) -> Result<(Problem<'static>, Vec<Vec<u32>>), SuppressE
     Ok((p, maps))
 }
 
-/// Protects linked tables jointly and audits them together; one [`Protection`] per table
-/// (its audit summary is the joint audit's).
-pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Protection>, SuppressError> {
-    protect_linked_with(tables, opts, &super::InProcess)
-}
-
-/// [`protect_linked`] with the joint protection and audit run by `solver` as one
-/// [`TableTask`] (on an executor of a cluster); here only the figures per table.
-pub fn protect_linked_with(
-    tables: &[Table],
-    opts: &ProtectOptions,
-    solver: &dyn SubtableSolver,
-) -> Result<Vec<Protection>, SuppressError> {
-    let start = Instant::now();
-    let task = TableTask { tables: tables.to_vec(), opts: opts.clone(), merged: None };
-    let out = super::task::run_checked(solver, task)?;
-    let mut prots = Vec::with_capacity(tables.len());
-    for (t, statuses) in tables.iter().zip(out.statuses) {
-        let tp = Problem::from_table(t, Some(&statuses));
-        let mut prot = super::summarise_pattern(&tp, statuses, opts.method, start);
-        // The table's own relations bound its secondaries (the joint system only adds rows).
-        prot.set_lower_bound(super::best_bound(&Problem::from_table(t, None), None));
-        prot.audit = out.audit.clone();
-        prot.worker.clone_from(&out.worker);
-        prot.stopped_by_time_limit = out.stopped_by_time_limit;
-        prots.push(prot);
-    }
-    Ok(prots)
-}
-
 /// The joint protection of linked tables with its joint audit: output statuses per table, and
 /// whether the time limit ended a search.
 pub(crate) fn solve_joint(
@@ -300,5 +274,5 @@ fn modular_linked(
             break;
         }
     }
-    Ok(fast::complete(p, sup, opts.singleton_rule, opts.construction, deadline)?.aud.sup)
+    Ok(construct::complete(p, sup, opts.singleton_rule, opts.construction, deadline)?.aud.sup)
 }

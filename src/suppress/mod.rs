@@ -15,14 +15,24 @@
 //! forced cells stay suppressed, protected/empty cells stay published, results depend only on
 //! the input and the seed: every search is bounded in work units ([`budget`]), the time limit
 //! is a hard stop that, when it ends a search, is reported (`stopped_by_time_limit`).
+//!
+//! Layout: each method is a file ([`fast`], [`tabu`], [`exact`], [`modular`], and [`linked`]
+//! for the joint problem of linked tables); what they share is in files named for it — the
+//! flat problem ([`problem`]), the pattern under construction with its closure, repair and
+//! cleanup ([`work`]), the starting patterns ([`construct`], [`cubes`]), the table's geometry
+//! and hypercubes ([`geometry`]), verified witnesses ([`witness`]), the attacker LP
+//! ([`attacker`]) and the audit ([`audit`]). Imports between these files run one way (no
+//! circles); [`task`] is the unit of work a [`SubtableSolver`] runs in process or on a cluster.
 
 pub mod attacker;
 pub mod audit;
 pub(crate) mod bound;
 pub mod budget;
+pub(crate) mod construct;
 pub(crate) mod cubes;
 pub mod exact;
 pub mod fast;
+pub(crate) mod geometry;
 pub mod linked;
 pub mod modular;
 pub(crate) mod problem;
@@ -30,7 +40,9 @@ pub(crate) mod separation;
 pub mod singleton;
 pub mod tabu;
 pub mod task;
+pub(crate) mod trace;
 pub(crate) mod witness;
+pub(crate) mod work;
 
 use std::time::Instant;
 
@@ -39,7 +51,6 @@ use crate::table::{CellStatus, Table, TableError};
 use budget::Deadline;
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
-pub use linked::{protect_linked, protect_linked_with};
 pub use modular::{
     solve_subtable, solve_task, subtables, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
     SubtableStatus, SubtableTask,
@@ -338,6 +349,36 @@ pub fn protect_with(
     Ok(prot)
 }
 
+/// Protects linked tables jointly and audits them together; one [`Protection`] per table
+/// (its audit summary is the joint audit's).
+pub fn protect_linked(tables: &[Table], opts: &ProtectOptions) -> Result<Vec<Protection>, SuppressError> {
+    protect_linked_with(tables, opts, &InProcess)
+}
+
+/// [`protect_linked`] with the joint protection and audit run by `solver` as one
+/// [`TableTask`] (on an executor of a cluster); here only the figures per table.
+pub fn protect_linked_with(
+    tables: &[Table],
+    opts: &ProtectOptions,
+    solver: &dyn SubtableSolver,
+) -> Result<Vec<Protection>, SuppressError> {
+    let start = Instant::now();
+    let task = TableTask { tables: tables.to_vec(), opts: opts.clone(), merged: None };
+    let out = task::run_checked(solver, task)?;
+    let mut prots = Vec::with_capacity(tables.len());
+    for (t, statuses) in tables.iter().zip(out.statuses) {
+        let tp = Problem::from_table(t, Some(&statuses));
+        let mut prot = summarise_pattern(&tp, statuses, opts.method, start);
+        // The table's own relations bound its secondaries (the joint system only adds rows).
+        prot.set_lower_bound(best_bound(&Problem::from_table(t, None), None));
+        prot.audit = out.audit.clone();
+        prot.worker.clone_from(&out.worker);
+        prot.stopped_by_time_limit = out.stopped_by_time_limit;
+        prots.push(prot);
+    }
+    Ok(prots)
+}
+
 /// The larger of a method's own lower bound on the secondary cost (e.g. `Optimal`'s master
 /// bound) and the dual-ascent bound of [`bound`], valid for every method: the input problem `p`
 /// (statuses before the method).
@@ -447,6 +488,31 @@ pub(crate) mod tests {
         t.set_status(i, CellStatus::Primary);
         t.set_protection(i, pl, pl, 0.0);
         i
+    }
+
+    /// A random 4-dimensional table, two of its dimensions hierarchical (about 70 % of the
+    /// cells exist; 10 % of them primary).
+    pub(crate) fn synthetic(seed: u64) -> Table {
+        let spec = SynthSpec {
+            dims: vec![vec![2, 3], vec![3], vec![2, 2], vec![2]],
+            density: 0.7,
+            mean_freq: 6.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed,
+        };
+        generate(&spec).unwrap()
+    }
+
+    /// The independent audit oracle of the tests: attacker LPs only (no witnesses), exact
+    /// intervals when asked.
+    pub(crate) fn lp_audit(
+        t: &Table,
+        statuses: &[CellStatus],
+        singleton_rule: bool,
+        exact_intervals: bool,
+    ) -> AuditReport {
+        audit(t, statuses, singleton_rule, &AuditOptions { lp_only: true, exact_intervals }).unwrap()
     }
 
     fn opts(method: Method) -> ProtectOptions {

@@ -32,6 +32,12 @@ pub(crate) struct Sensitive {
     pub spl: f64,
 }
 
+/// Movement requirement of a sensitive cell: how far the attacker must be able to move it
+/// (`max(LPL, UPL, SPL/2)`).
+pub(crate) fn requirement(s: &Sensitive) -> f64 {
+    s.lpl.max(s.upl).max(s.spl / 2.0)
+}
+
 /// Flat problem data (see the module doc).
 #[derive(Debug, Clone)]
 pub(crate) struct Problem<'a> {
@@ -46,7 +52,7 @@ pub(crate) struct Problem<'a> {
     pub sens: Vec<Sensitive>,
     pub sens_of: FastMap<u32, u32>,
     /// Table geometry for combinatorial witnesses (`None` for joined linked tables).
-    pub geom: Option<std::sync::Arc<super::witness::Geometry<'a>>>,
+    pub geom: Option<std::sync::Arc<super::geometry::Geometry<'a>>>,
 }
 
 impl<'a> Problem<'a> {
@@ -79,7 +85,7 @@ impl<'a> Problem<'a> {
             status: (0..cells.len()).map(st).collect(),
             sens,
             sens_of: FastMap::default(),
-            geom: Some(std::sync::Arc::new(super::witness::Geometry::new(table))),
+            geom: Some(std::sync::Arc::new(super::geometry::Geometry::new(table))),
         };
         p.index_sensitive();
         p

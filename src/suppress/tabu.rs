@@ -24,9 +24,10 @@ use crate::lp::{self, SolveOptions};
 use crate::rng::Rng;
 
 use super::budget::Deadline;
+use super::construct::complete;
 use super::exact::{master, strengthen};
-use super::fast::{self, Work};
 use super::problem::{Fix, Problem};
+use super::work::Work;
 use super::{ProtectOptions, SuppressError};
 
 /// Randomised LP-rounding construction (see the module doc).
@@ -73,11 +74,11 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Re
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
     // Warm start: the fast method's pattern after its cleanup.
-    let mut w = fast::complete(p, p.initial(), rule, opts.construction, deadline)?;
+    let mut w = complete(p, p.initial(), rule, opts.construction, deadline)?;
     w.cleanup(rule, opts.cleanup_budget(), deadline)?;
     if p.n() <= opts.optimal_max_cells && !deadline.reached() {
         let x0 = construct(p, opts, &mut rng, deadline)?;
-        let c = fast::complete(p, x0, rule, opts.construction, deadline)?;
+        let c = complete(p, x0, rule, opts.construction, deadline)?;
         if p.cost_of(c.sup()) < p.cost_of(w.sup()) {
             w = c;
         }

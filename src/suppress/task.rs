@@ -4,7 +4,7 @@
 //! table in one piece; the modular method ends with a global completion (closure, audit-driven
 //! repair, cleanup) of the merged subtable patterns; linked tables are protected jointly.
 //! Each of these, *with its final audit*, is one [`TableTask`] that a [`SubtableSolver`] runs in
-//! process or ships to an executor (`crate::dist`), exactly like the modular subtables. The
+//! process or ships to an executor (`crate::cluster`), exactly like the modular subtables. The
 //! caller only decomposes, merges and reports, so the same code decides the pattern in every
 //! engine mode and the outputs are byte-identical.
 //!

@@ -13,8 +13,7 @@ use crate::common::*;
 /// three first regions. Returns the data directory.
 pub fn setup(dir: &Path) -> PathBuf {
     let data = dir.join("data");
-    let opts = sdcflow::generate::GenerateOptions { rows: 5000, seed: 9, rows_per_part: 5000, ..Default::default() };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 5000, 9, 5000, default_enterprise_size());
     std::fs::write(
         dir.join("prep.sql"),
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03');",

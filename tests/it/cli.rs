@@ -7,14 +7,7 @@ use crate::common::*;
 
 fn small_data(dir: &std::path::Path) -> std::path::PathBuf {
     let data = dir.join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 1500,
-        seed: 11,
-        rows_per_part: 1500,
-        mean_enterprise_size: 10.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 1500, 11, 1500, 10.0);
     data
 }
 

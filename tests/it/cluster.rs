@@ -218,14 +218,7 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let data = dir.join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 1200,
-        seed: 9,
-        rows_per_part: 400,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 1200, 9, 400, 8.0);
     std::fs::write(
         dir.join("prep.sql"),
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
@@ -331,14 +324,7 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let data = dir.join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 1200,
-        seed: 9,
-        rows_per_part: 400,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    crate::s3::upload_to_census(&endpoint, &sdcflow::generate::generate(&data, &opts).unwrap());
+    crate::s3::upload_to_census(&endpoint, &generate_data(&data, 1200, 9, 400, 8.0));
     std::fs::write(
         dir.join("prep.sql"),
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",

@@ -150,3 +150,17 @@ pub fn salary_table(name: &str, explanatory: &[&str], safety: &str, secondary: &
         vars.join(", ")
     )
 }
+
+/// Writes synthetic census-like microdata (regular shape) to `dir` as `sdcflow generate` does:
+/// `rows` rows from `seed`, `rows_per_part` rows per Parquet part, enterprises of
+/// `mean_enterprise_size` employees on average; returns the parts written.
+pub fn generate_data(dir: &Path, rows: u64, seed: u64, rows_per_part: u64, mean_enterprise_size: f64) -> Vec<PathBuf> {
+    let opts =
+        sdcflow::generate::GenerateOptions { rows, seed, rows_per_part, mean_enterprise_size, ..Default::default() };
+    sdcflow::generate::generate(dir, &opts).unwrap()
+}
+
+/// The generator's default mean enterprise size, for [`generate_data`].
+pub fn default_enterprise_size() -> f64 {
+    sdcflow::generate::GenerateOptions::default().mean_enterprise_size
+}

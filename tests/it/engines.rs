@@ -6,14 +6,7 @@ use crate::common::*;
 fn local_and_standalone_give_identical_cells() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 5000,
-        seed: 3,
-        rows_per_part: 1500,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 5000, 3, 1500, 8.0);
     let job = format!(
         r#"
 [input]

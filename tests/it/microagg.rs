@@ -53,14 +53,7 @@ fn two_step_keeps_input_order_and_strata_on_generated_parts() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
     // Several parts: input order is part order, then row order.
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 900,
-        seed: 2,
-        rows_per_part: 250,
-        mean_enterprise_size: 10.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 900, 2, 250, 10.0);
     let job = format!(
         "[input]\nmicrodata = \"{}\"\n[[microaggregation]]\nname = \"people\"\nvariables = [\"salary\", \"w\"]\nk = 4\nstrata = [\"sex\"]\n[output]\ndir = \"out\"\n",
         data.display()
@@ -116,14 +109,7 @@ fn microaggregation_bad_input() {
 fn nominal_two_step_is_k_anonymous_without_new_combinations() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 400,
-        seed: 4,
-        rows_per_part: 400,
-        mean_enterprise_size: 10.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 400, 4, 400, 10.0);
     let job = format!(
         "[input]\nmicrodata = \"{}\"\n[[microaggregation]]\nname = \"cat\"\nkind = \"nominal\"\nvariables = [\"sex\", \"age_band\", \"contract\", \"size_class\"]\nk = 3\n[output]\ndir = \"out\"\n",
         data.display()

@@ -11,9 +11,7 @@ use crate::common::*;
 /// Generated microdata in `dir/data` and a job writing a `geo × sex` table to `out`.
 fn setup(dir: &Path, rows: u64, out: &str, method: &str) -> PathBuf {
     let data = dir.join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows, seed: 4, rows_per_part: rows.min(50_000), ..Default::default() };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, rows, 4, rows.min(50_000), default_enterprise_size());
     let job = format!(
         "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n{}[output]\ndir = \"{out}\"\n",
         data.display(),

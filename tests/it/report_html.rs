@@ -21,8 +21,7 @@ fn text_of(scope: scraper::ElementRef<'_>, css: &str) -> String {
 fn issue_15_report_html_shows_report_json() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions { rows: 3000, seed: 2, rows_per_part: 3000, ..Default::default() };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 3000, 2, 3000, default_enterprise_size());
     let job = format!(
         "[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n{}\
          [[microaggregation]]\nname = \"num\"\nvariables = [\"salary\", \"w\"]\nk = 3\nmethod = \"mdav\"\n\n\

@@ -116,14 +116,7 @@ fn s3_round_trip_matches_local() {
     let endpoint = format!("http://127.0.0.1:{port}");
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 2000,
-        seed: 5,
-        rows_per_part: 800,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    upload_to_census(&endpoint, &sdcflow::generate::generate(&data, &opts).unwrap());
+    upload_to_census(&endpoint, &generate_data(&data, 2000, 5, 800, 8.0));
     let job = |input: &str, out: &str| {
         format!(
             r#"
@@ -337,14 +330,7 @@ fn publish_first(d: &Path) -> Option<(Server, u16, FaultProxy, String)> {
     let endpoint = format!("http://127.0.0.1:{}", proxy.port);
     python(&endpoint, "s3.create_bucket(Bucket='census')");
     let data = d.join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 3000,
-        seed: 9,
-        rows_per_part: 1000,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 3000, 9, 1000, 8.0);
     std::fs::write(d.join("first.toml"), fault_job(&data, "s3://census/results/f", "NK(1,85)")).unwrap();
     std::fs::write(d.join("second.toml"), fault_job(&data, "s3://census/results/f", "NK(1,60)|FREQ(4,10)")).unwrap();
     std::fs::write(d.join("first_local.toml"), fault_job(&data, "first_local", "NK(1,85)")).unwrap();
@@ -422,14 +408,7 @@ fn issue_13_s3_prefix_with_foreign_objects_is_refused() {
     let endpoint = format!("http://127.0.0.1:{port}");
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 500,
-        seed: 2,
-        rows_per_part: 500,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 500, 2, 500, 8.0);
     python(
         &endpoint,
         "s3.create_bucket(Bucket='census')\ns3.put_object(Bucket='census', Key='shared/notes.txt', Body=b'keep me')",
@@ -456,8 +435,7 @@ fn issue_13_s3_parquet_part_checks() {
     let Some((_server, port)) = start_moto() else { return };
     let endpoint = format!("http://127.0.0.1:{port}");
     let d = tempfile::tempdir().unwrap();
-    let opts = sdcflow::generate::GenerateOptions { rows: 500, seed: 2, rows_per_part: 500, ..Default::default() };
-    upload_to_census(&endpoint, &sdcflow::generate::generate(&d.path().join("data"), &opts).unwrap());
+    upload_to_census(&endpoint, &generate_data(&d.path().join("data"), 500, 2, 500, default_enterprise_size()));
     let narrow = d.path().join("narrow.parquet");
     write_parquet(&narrow, vec![Col::Str("geo", vec!["110101".into()]), Col::Str("sex", vec!["1".into()])]);
     let job = fault_job(Path::new("s3://census/micro/"), "out", "NK(1,85)");

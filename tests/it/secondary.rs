@@ -27,14 +27,7 @@ fn parts(code: &str, all: &[String]) -> Vec<String> {
 fn every_method_publishes_an_audited_closed_pattern() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 1200,
-        seed: 9,
-        rows_per_part: 1200,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 1200, 9, 1200, 8.0);
     std::fs::write(d.path().join("prep.sql"), "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03');").unwrap();
     let mut costs = BTreeMap::new();
     for method in ["optimal", "fast", "modular", "tabu"] {
@@ -153,14 +146,7 @@ fn issue_13_zero_valued_frequency_primary_is_not_exactly_recoverable() {
 fn time_limit_is_a_hard_wall() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 200_000,
-        seed: 1,
-        rows_per_part: 200_000,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 200_000, 1, 200_000, 8.0);
     std::fs::write(
         d.path().join("prep.sql"),
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept, substr(nace, 1, 1) AS section FROM microdata;",
@@ -201,14 +187,7 @@ fn time_limit_is_a_hard_wall() {
 fn over_detailed_tables_are_called_unpublishable() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 1200,
-        seed: 9,
-        rows_per_part: 1200,
-        mean_enterprise_size: 8.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 1200, 9, 1200, 8.0);
     let secondary = "{ method = \"fast\", seed = 1 }";
     let detailed = salary_table("detailed", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", secondary);
     let coarse = salary_table("coarse", &["sex"], "NK(1,85)|FREQ(3,10)", secondary);
@@ -238,9 +217,7 @@ fn over_detailed_tables_are_called_unpublishable() {
 fn issue_15_solver_phases_report_progress_without_changing_outputs() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts =
-        sdcflow::generate::GenerateOptions { rows: 20_000, seed: 3, rows_per_part: 20_000, ..Default::default() };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 20_000, 3, 20_000, default_enterprise_size());
     std::fs::write(d.path().join("prep.sql"), "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata;")
         .unwrap();
     let mut outputs = Vec::new();

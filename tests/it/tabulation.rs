@@ -30,14 +30,7 @@ fn level_codes(code: &str, widths: &[usize]) -> Vec<String> {
 async fn three_hierarchies_with_contributors_match_brute_force() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
-    let opts = sdcflow::generate::GenerateOptions {
-        rows: 3000,
-        seed: 7,
-        rows_per_part: 1000,
-        mean_enterprise_size: 6.0,
-        ..Default::default()
-    };
-    sdcflow::generate::generate(&data, &opts).unwrap();
+    generate_data(&data, 3000, 7, 1000, 6.0);
     let job = format!(
         r#"
 [input]

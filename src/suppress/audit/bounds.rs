@@ -1,0 +1,392 @@
+//! Attacker-LP bounds: for each (sensitive cell, direction) not yet certified, the attacker's
+//! optimum over a local ball or its component ([`super::super::attacker::CompLp`]) — batch LPs
+//! certifying several targets at once, single LPs for the rest — and, for a shortfall, the
+//! capacity cut from its duals.
+
+use rayon::prelude::*;
+
+use super::super::attacker::{tolerance, CompLp, Cut};
+use super::super::problem::Problem;
+use super::super::SuppressError;
+use super::{is_sliding, need, tick, Auditor, Cert, Checked};
+
+impl Auditor<'_, '_> {
+    /// Component (cells, relations) of suppressed cell `t`.
+    pub(super) fn component(&mut self, t: u32) -> (Vec<u32>, Vec<u32>) {
+        self.epoch += 1;
+        let e = self.epoch;
+        let (mut cells, mut rows) = (vec![t], Vec::new());
+        self.mark[t as usize] = e;
+        let mut k = 0;
+        while k < cells.len() {
+            let c = cells[k] as usize;
+            k += 1;
+            for &r in self.p.rel.of_cell(c) {
+                if self.rmark[r as usize] == e {
+                    continue;
+                }
+                self.rmark[r as usize] = e;
+                rows.push(r);
+                for m in self.p.rel.members(r as usize) {
+                    if self.sup[m as usize] && self.mark[m as usize] != e {
+                        self.mark[m as usize] = e;
+                        cells.push(m);
+                    }
+                }
+            }
+        }
+        cells.sort_unstable();
+        rows.sort_unstable();
+        (cells, rows)
+    }
+
+    /// Cells within `hops` relation hops of `t` (at most `max`) and every relation
+    /// touching them.
+    pub(super) fn ball(&mut self, t: u32, hops: usize, max: usize) -> (Vec<u32>, Vec<u32>) {
+        self.epoch += 1;
+        let e = self.epoch;
+        let mut cells = vec![t];
+        self.mark[t as usize] = e;
+        let mut layer = 0..1;
+        for _ in 0..hops {
+            let end = cells.len();
+            for k in layer.clone() {
+                let c = cells[k] as usize;
+                for &r in self.p.rel.of_cell(c) {
+                    for m in self.p.rel.members(r as usize) {
+                        if cells.len() < max && self.sup[m as usize] && self.mark[m as usize] != e {
+                            self.mark[m as usize] = e;
+                            cells.push(m);
+                        }
+                    }
+                }
+            }
+            layer = end..cells.len();
+        }
+        let mut rows: Vec<u32> = cells.iter().flat_map(|&c| self.p.rel.of_cell(c as usize).iter().copied()).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        cells.sort_unstable();
+        (cells, rows)
+    }
+
+    /// Local LPs for unknown non-sliding targets: certifies those they can, and records a
+    /// failure when the local LP's capacity cut is violated by the current pattern (a proof of
+    /// under-protection, since the cut is valid for every protecting pattern).
+    pub(super) fn solve_local(&mut self, hops: usize, max: usize) -> Result<(), SuppressError> {
+        let p = self.p;
+        let todo: Vec<(usize, usize)> = (0..p.sens.len())
+            .filter(|&k| !is_sliding(&p.sens[k]))
+            .flat_map(|k| [(k, 0), (k, 1)])
+            .filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown))
+            .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
+            .collect();
+        if todo.len() >= self.group_min {
+            self.solve_local_groups(&todo, hops, max)?;
+        }
+        let todo: Vec<(usize, usize)> =
+            todo.into_iter().filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown)).collect();
+        for chunk in todo.chunks(2048) {
+            self.solve_local_chunk(chunk, hops, max)?;
+        }
+        Ok(())
+    }
+
+    /// Local batch LPs: the unknown targets (one direction) inside one ball share one LP that
+    /// maximises their capped sum; certifies those it reaches (many targets per LP on large
+    /// tables). The rest are left unknown for single local LPs.
+    pub(super) fn solve_local_groups(
+        &mut self,
+        todo: &[(usize, usize)],
+        hops: usize,
+        max: usize,
+    ) -> Result<(), SuppressError> {
+        let p = self.p;
+        let mut at: crate::table::relations::FastMap<(u32, usize), usize> = Default::default();
+        for (x, &(k, d)) in todo.iter().enumerate() {
+            at.insert((p.sens[k].cell, d), x);
+        }
+        let mut taken = vec![false; todo.len()];
+        let mut groups: Vec<(Vec<u32>, Vec<u32>, Vec<usize>)> = Vec::new();
+        for x in 0..todo.len() {
+            if taken[x] {
+                continue;
+            }
+            let (k, d) = todo[x];
+            let (cells, rows) = self.ball(p.sens[k].cell, hops, max);
+            let members: Vec<usize> =
+                cells.iter().filter_map(|&c| at.get(&(c, d)).copied()).filter(|&y| !taken[y]).collect();
+            for &y in &members {
+                taken[y] = true;
+            }
+            groups.push((cells, rows, members));
+        }
+        for chunk in groups.chunks(256) {
+            let sup = &self.sup;
+            let res: Vec<Vec<(u32, f64)>> = chunk
+                .par_iter()
+                .map(|(cells, rows, members)| {
+                    let lp = CompLp::new(p, sup, cells.clone(), rows.clone());
+                    let targets: Vec<(u32, f64, f64)> = members
+                        .iter()
+                        .map(|&y| {
+                            let (k, d) = todo[y];
+                            let s = &p.sens[k];
+                            (s.cell, if d == 0 { -1.0 } else { 1.0 }, need(s, d))
+                        })
+                        .collect();
+                    lp.batch(&targets)
+                })
+                .collect::<Result<_, SuppressError>>()?;
+            self.lps += res.len();
+            for ((_, _, members), w) in chunk.iter().zip(res) {
+                let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
+                let done: Vec<(usize, usize, f64)> = members
+                    .iter()
+                    .map(|&y| todo[y])
+                    .filter(|&(k, d)| {
+                        let s = &p.sens[k];
+                        let dir = if d == 0 { -1.0 } else { 1.0 };
+                        let n = need(s, d);
+                        dir * z.get(&s.cell).copied().unwrap_or(0.0) >= n - tolerance(n)
+                    })
+                    .map(|(k, d)| (k, d, need(&p.sens[k], d)))
+                    .collect();
+                if done.is_empty() {
+                    continue;
+                }
+                let id = self.record(w);
+                for (k, d, v) in done {
+                    self.users[id as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(id, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn solve_local_chunk(
+        &mut self,
+        todo: &[(usize, usize)],
+        hops: usize,
+        max: usize,
+    ) -> Result<(), SuppressError> {
+        let p = self.p;
+        let balls: Vec<(Vec<u32>, Vec<u32>)> =
+            todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
+        let sup = &self.sup;
+        let checked = self.checked.as_ref();
+        let res: Vec<(crate::suppress::attacker::Attack, Option<Cut>)> = todo
+            .par_iter()
+            .zip(balls)
+            .map(|(&(k, d), (cells, rows))| {
+                let s = &p.sens[k];
+                let lp = CompLp::new(p, sup, cells, rows);
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let n = need(s, d);
+                let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
+                let r = lp.single(p, &x, s.cell, dir, n, n);
+                tick(checked, 1);
+                r
+            })
+            .collect::<Result<_, SuppressError>>()?;
+        self.lps += res.len();
+        for (&(k, d), (att, cut)) in todo.iter().zip(res) {
+            let n = need(&p.sens[k], d);
+            if att.value >= n - tolerance(n) {
+                let id = self.record(att.witness);
+                self.users[id as usize].push((k as u32, d as u8));
+                self.certs[k][d] = Cert::Ok(id, att.value);
+            } else if let Some(cut) = cut.map(|c| c.capped(n)) {
+                if cut.lhs(&self.sup) < n - tolerance(n) {
+                    self.certs[k][d] = Cert::Failed(att.value, Some(cut));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn solve_unknown(&mut self) -> Result<(), SuppressError> {
+        let p = self.p;
+        // (sens, dir) pairs to solve; sliding targets always solve both directions together.
+        let mut todo: Vec<(usize, usize)> = Vec::new();
+        for (k, s) in p.sens.iter().enumerate() {
+            let unk = [0, 1].map(|d| matches!(self.certs[k][d], Cert::Unknown));
+            if is_sliding(s) && (unk[0] || unk[1]) {
+                todo.push((k, 0));
+                todo.push((k, 1));
+            } else {
+                for (d, &u) in unk.iter().enumerate() {
+                    if u {
+                        if need(s, d) <= 0.0 && !self.exact {
+                            let w = self.record(Vec::new());
+                            self.combinatorial[w as usize] = true;
+                            self.users[w as usize].push((k as u32, d as u8));
+                            self.certs[k][d] = Cert::Ok(w, 0.0);
+                        } else {
+                            todo.push((k, d));
+                        }
+                    }
+                }
+            }
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        // Components of the targets.
+        let mut comp_of: crate::table::relations::FastMap<u32, usize> = Default::default();
+        let mut comps: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+        for &(k, _) in &todo {
+            let t = p.sens[k].cell;
+            if comp_of.contains_key(&t) {
+                continue;
+            }
+            let (cells, rows) = self.component(t);
+            for &c in &cells {
+                if p.sens_of.contains_key(&c) {
+                    comp_of.insert(c, comps.len());
+                }
+            }
+            comps.push((cells, rows));
+        }
+        let sup_owned = self.sup.clone();
+        let sup = &sup_owned;
+        let lps: Vec<CompLp> = comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r)).collect();
+        // Phase A: batch LPs per (component, direction), several rounds.
+        let mut groups: Vec<Vec<Vec<(usize, usize)>>> = vec![vec![Vec::new(), Vec::new()]; lps.len()];
+        let mut singles: Vec<(usize, usize, usize)> = Vec::new();
+        for &(k, d) in &todo {
+            let ci = comp_of[&p.sens[k].cell];
+            if self.exact || is_sliding(&p.sens[k]) {
+                singles.push((ci, k, d));
+            } else {
+                groups[ci][d].push((k, d));
+            }
+        }
+        // The bounds decided so far (the trivial ones above), then a running count in the LPs.
+        self.sync_checked();
+        let checked = self.checked.as_ref();
+        let batch: Vec<BatchOut> = groups
+            .par_iter()
+            .enumerate()
+            .map(|(ci, g)| run_batches(p, &lps[ci], g, checked))
+            .collect::<Result<_, _>>()?;
+        for (ci, out) in batch.into_iter().enumerate() {
+            self.lps += out.lps;
+            for (w, users) in out.witnesses {
+                let id = self.record(w);
+                for (k, d, v) in users {
+                    self.users[id as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(id, v);
+                }
+            }
+            singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
+        }
+        singles.sort_unstable();
+        // Phase B: one LP per remaining (target, direction).
+        let exact = self.exact;
+        let checked = self.checked.as_ref();
+        let res: Vec<_> = singles
+            .par_iter()
+            .map(|&(ci, k, d)| {
+                let s = &p.sens[k];
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let n = need(s, d);
+                let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
+                let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
+                let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
+                let r = lps[ci].single(p, &x, s.cell, dir, cap, cut_at);
+                tick(checked, 1);
+                r
+            })
+            .collect::<Result<_, _>>()?;
+        self.lps += res.len();
+        let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
+        for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
+            let s = p.sens[k];
+            let n = need(&s, d);
+            if let Some(raw) = &raw {
+                raw_of.insert((k, d), raw.clone());
+            }
+            self.certs[k][d] = if att.value >= n - tolerance(n) {
+                let id = self.record(att.witness);
+                self.users[id as usize].push((k as u32, d as u8));
+                Cert::Ok(id, att.value)
+            } else {
+                Cert::Failed(att.value, raw.map(|r| r.capped(n)))
+            };
+        }
+        // Sliding requirement: both directions were solved in this round.
+        for (k, s) in p.sens.iter().enumerate() {
+            if !is_sliding(s) || !raw_of.contains_key(&(k, 0)) && !raw_of.contains_key(&(k, 1)) {
+                continue;
+            }
+            let v = [0, 1].map(|d| match &self.certs[k][d] {
+                Cert::Ok(_, v) | Cert::Failed(v, _) => *v,
+                Cert::Unknown => 0.0,
+            });
+            if v[0] + v[1] < s.spl - tolerance(s.spl) {
+                let mut coefs: Vec<(u32, f64)> = Vec::new();
+                for d in 0..2 {
+                    if let Some(c) = raw_of.get(&(k, d)) {
+                        coefs.extend(&c.coefs);
+                    }
+                }
+                let cut = Cut { coefs, rhs: s.spl }.merged().capped(s.spl);
+                self.certs[k][1] = Cert::Failed(v[1], Some(cut));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A witness and its users `(sensitive index, direction, value)`.
+type SharedWitness = (Vec<(u32, f64)>, Vec<(usize, usize, f64)>);
+
+struct BatchOut {
+    witnesses: Vec<SharedWitness>,
+    left: Vec<(usize, usize)>,
+    lps: usize,
+}
+
+fn run_batches(
+    p: &Problem,
+    lp: &CompLp,
+    groups: &[Vec<(usize, usize)>],
+    checked: Option<&Checked>,
+) -> Result<BatchOut, SuppressError> {
+    let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
+    for g in groups {
+        let mut g = g.clone();
+        for _round in 0..4 {
+            if g.len() < 2 {
+                break;
+            }
+            let targets: Vec<(u32, f64, f64)> = g
+                .iter()
+                .map(|&(k, d)| {
+                    let s = &p.sens[k];
+                    (s.cell, if d == 0 { -1.0 } else { 1.0 }, need(s, d))
+                })
+                .collect();
+            let w = lp.batch(&targets)?;
+            out.lps += 1;
+            let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
+            let (done, rest): (Vec<_>, Vec<_>) = g.iter().partition(|&&(k, d)| {
+                let s = &p.sens[k];
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let n = need(s, d);
+                dir * z.get(&s.cell).copied().unwrap_or(0.0) >= n - tolerance(n)
+            });
+            if done.is_empty() {
+                break;
+            }
+            tick(checked, done.len());
+            let users = done.iter().map(|&(k, d)| (k, d, need(&p.sens[k], d))).collect();
+            out.witnesses.push((w, users));
+            g = rest;
+        }
+        out.left.extend(g);
+    }
+    Ok(out)
+}

@@ -1,0 +1,240 @@
+//! Certificates without an LP: combinatorial witnesses searched on the table's geometry
+//! ([`super::super::witness`]), candidate cubes and moves offered by the methods (each verified
+//! exactly before it is trusted), and the re-verification of a finished pattern from the
+//! certificates it was built with ([`Auditor::recheck`]).
+
+use rayon::prelude::*;
+
+use crate::table::relations::FastMap;
+
+use super::super::attacker::tolerance;
+use super::super::geometry::Cube;
+use super::super::problem::Problem;
+use super::super::singleton;
+use super::super::trace::trace;
+use super::super::witness;
+use super::report::AuditReport;
+use super::{is_sliding, need, Auditor, Cert, WITNESS_BUDGET, WITNESS_CUBES};
+
+/// A candidate certificate for [`Auditor::offer`]: sensitive index and cubes through it.
+pub(crate) type CubeCandidate = (u32, Vec<Cube>);
+
+/// A candidate move for [`Auditor::offer_moves`]: sensitive index, direction, move.
+pub(crate) type MoveCandidate = (u32, u8, Vec<(u32, f64)>);
+
+/// A verified candidate: sensitive index, direction, move, reach.
+type Verified = (usize, usize, Vec<(u32, f64)>, f64);
+
+impl Auditor<'_, '_> {
+    /// Final audit from the certificates this auditor holds, without any new search or LP:
+    /// every witness is re-verified against the current pattern on its own — support cells
+    /// suppressed, bounds held and every relation touching the support balanced (to 1e-7
+    /// relative, the LP feasibility tolerance; combinatorial witnesses balance exactly) — and
+    /// every (sensitive cell, direction) must be reached by a re-verified witness. `None` when
+    /// anything is missing or does not re-verify (or a cell has a sliding requirement): the
+    /// caller then audits from scratch. Why: a second from-scratch audit of a million-cell
+    /// pattern repeats minutes of search and LPs whose results are already at hand.
+    pub fn recheck(&self, singleton_rule: bool) -> Option<AuditReport> {
+        let p = self.p;
+        let mut ok_wit: FastMap<u32, Option<FastMap<u32, f64>>> = FastMap::default();
+        for (k, s) in p.sens.iter().enumerate() {
+            if is_sliding(s) {
+                return None;
+            }
+            for d in 0..2 {
+                let n = need(s, d);
+                let Cert::Ok(w, _) = self.certs[k][d] else { return None };
+                if n <= 0.0 {
+                    continue;
+                }
+                let z = ok_wit.entry(w).or_insert_with(|| feasible_move(p, &self.sup, &self.witnesses[w as usize]));
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let reach = z.as_ref()?.get(&s.cell).map_or(0.0, |v| dir * v);
+                if reach < n - tolerance(n) {
+                    return None;
+                }
+            }
+        }
+        let cells = self.cell_audits();
+        if cells.iter().any(|c| !c.protected()) {
+            return None;
+        }
+        let singleton_violations = if singleton_rule { singleton::violations(p, &self.sup) } else { Vec::new() };
+        Some(AuditReport {
+            cells,
+            under_protected: Vec::new(),
+            singleton_violations,
+            lps_solved: 0,
+            witnessed: self.witnessed(),
+        })
+    }
+
+    /// Candidate certificates handed in by a construction: per sensitive cell (index into
+    /// `Problem::sens`), hypercubes through it (`(cell, ±1)` lists). Every unknown non-sliding
+    /// (cell, direction) gets the greedy sum of its candidates ([`witness::combine`]),
+    /// which certifies the pair only when [`witness::verify`] accepts it exactly
+    /// against the current pattern and it reaches the protection level; a tampered, stale or
+    /// short candidate is ignored (the pair stays unknown for the search and the LPs). The
+    /// audit stays independent of the construction: trust rests on the verification alone.
+    /// Why: the construction knows a cube for every cell it covered; re-finding cubes of
+    /// hundreds of cells in a dense million-cell pattern costs minutes and can miss within
+    /// the search budget. Ignored by LP-only and exact-interval audits. Returns the pairs
+    /// certified.
+    pub fn offer(&mut self, cands: Vec<CubeCandidate>) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let sup = &self.sup;
+        let certs = &self.certs;
+        let found: Vec<Verified> = cands
+            .par_iter()
+            .filter(|(k, cubes)| (*k as usize) < p.sens.len() && !cubes.is_empty())
+            .flat_map_iter(|(k, cubes)| {
+                let k = *k as usize;
+                let s = &p.sens[k];
+                let open = move |d: usize| !is_sliding(s) && need(s, d) > 0.0 && matches!(certs[k][d], Cert::Unknown);
+                // Each cube's balance is checked once for both directions; `combine` only
+                // sums cubes from this checked list, so `reach_within_bounds` completes an
+                // exact `verify`.
+                let ok: Vec<Vec<(u32, i8)>> = if open(0) || open(1) {
+                    cubes.iter().filter(|h| witness::balanced(p, sup, h)).cloned().collect()
+                } else {
+                    Vec::new()
+                };
+                (0..2).filter_map(move |d| {
+                    let n = need(s, d);
+                    if !open(d) || ok.is_empty() {
+                        return None;
+                    }
+                    let dir = if d == 0 { -1.0 } else { 1.0 };
+                    let w = witness::combine(p, &ok, dir, n)?;
+                    let v = witness::reach_within_bounds(p, &w, s.cell, dir)?;
+                    (v >= n - tolerance(n)).then(|| (k, d, w.moves(), v))
+                })
+            })
+            .collect();
+        let mut n = 0;
+        for (k, d, z, v) in found {
+            if !matches!(self.certs[k][d], Cert::Unknown) {
+                continue; // a repeated candidate
+            }
+            let id = self.record(z);
+            self.combinatorial[id as usize] = true;
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+            n += 1;
+        }
+        n
+    }
+
+    /// Candidate attacker moves `(sensitive index, direction, move)` handed in by a
+    /// construction (e.g. box LPs): a move certifies an unknown non-sliding pair only when it
+    /// passes the same check as [`Self::recheck`] — support suppressed, bounds held, every
+    /// relation touching the support balanced to the LP feasibility tolerance — and reaches
+    /// the protection level; anything else is ignored. Ignored by LP-only and exact-interval
+    /// audits. Returns the pairs certified.
+    pub fn offer_moves(&mut self, cands: Vec<MoveCandidate>) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let mut n_ok = 0;
+        for (k, d, z) in cands {
+            let (k, d) = (k as usize, d as usize);
+            if k >= p.sens.len() || d > 1 || !matches!(self.certs[k][d], Cert::Unknown) {
+                continue;
+            }
+            let s = &p.sens[k];
+            let n = need(s, d);
+            if is_sliding(s) || n <= 0.0 {
+                continue;
+            }
+            let Some(zm) = feasible_move(p, &self.sup, &z) else { continue };
+            let dir = if d == 0 { -1.0 } else { 1.0 };
+            let v = dir * zm.get(&s.cell).copied().unwrap_or(0.0);
+            if v.is_nan() || v < n - tolerance(n) {
+                continue;
+            }
+            let id = self.record(z);
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+            n_ok += 1;
+        }
+        n_ok
+    }
+
+    /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each
+    /// proposal is verified exactly against the problem before it certifies anything.
+    pub(super) fn solve_witnesses(&mut self) {
+        let p = self.p;
+        let Some(geom) = p.geom.as_deref() else { return };
+        let todo: Vec<usize> = (0..p.sens.len())
+            .filter(|&k| !is_sliding(&p.sens[k]))
+            .filter(|&k| (0..2).any(|d| matches!(self.certs[k][d], Cert::Unknown)))
+            .collect();
+        if todo.is_empty() {
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        let sup = &self.sup;
+        let certs = &self.certs;
+        let found: Vec<witness::Certified> = todo
+            .par_iter()
+            .map(|&k| {
+                let want: Vec<usize> = (0..2).filter(|&d| matches!(certs[k][d], Cert::Unknown)).collect();
+                witness::certify(p, geom, sup, &p.sens[k], &want, WITNESS_CUBES, WITNESS_BUDGET)
+            })
+            .collect();
+        for (&k, res) in todo.iter().zip(found) {
+            for (d, r) in res.into_iter().enumerate() {
+                if let Some((z, v)) = r {
+                    let id = self.record(z);
+                    self.combinatorial[id as usize] = true;
+                    self.users[id as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(id, v);
+                }
+            }
+        }
+        trace(format_args!(
+            "witness search {:.1}s over {} targets: {} pairs by witness",
+            t0.elapsed().as_secs_f64(),
+            todo.len(),
+            self.witnessed()
+        ));
+    }
+}
+
+/// The move `z` as a map when it is a feasible attacker move for pattern `sup` (see
+/// [`Auditor::recheck`]), else `None`.
+fn feasible_move(p: &Problem, sup: &[bool], z: &[(u32, f64)]) -> Option<FastMap<u32, f64>> {
+    let zm: FastMap<u32, f64> = z.iter().copied().collect();
+    for &(c, v) in z {
+        let c = c as usize;
+        if c >= p.n() || !sup[c] || !v.is_finite() {
+            return None;
+        }
+        let slack = |g: f64| 1e-7 * g.abs().max(1.0);
+        if v > p.up_gap[c] + slack(p.up_gap[c]) || -v > p.lo_gap[c] + slack(p.lo_gap[c]) {
+            return None;
+        }
+    }
+    let mut seen: FastMap<u32, ()> = FastMap::default();
+    for &(c, _) in z {
+        for &r in p.rel.of_cell(c as usize) {
+            if seen.insert(r, ()).is_some() {
+                continue;
+            }
+            let (mut sum, mut scale) = (0.0f64, 0.0f64);
+            for (m, a) in p.rel.terms(r as usize) {
+                let v = a * zm.get(&m).copied().unwrap_or(0.0);
+                sum += v;
+                scale += v.abs();
+            }
+            if sum.abs() > 1e-7 * scale.max(1.0) {
+                return None;
+            }
+        }
+    }
+    Some(zm)
+}

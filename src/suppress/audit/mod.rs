@@ -1,0 +1,570 @@
+//! The attacker-LP audit: is every sensitive cell protected by a suppression pattern?
+//!
+//! Why: a privacy bug is the worst bug, so every method's pattern ends here, and this code is
+//! deliberately independent of how the pattern was found. For each sensitive cell and
+//! direction, the attacker maximises / minimises `z_t = y_t − a_t` over its component
+//! ([`super::attacker`]); the cell is protected when `max ≥ UPL`, `−min ≥ LPL` and
+//! `max − min ≥ SPL` (each up to a 1e-6 relative tolerance).
+//!
+//! Speed without giving up exactness: every LP optimum is a *witness* — a feasible attacker
+//! table — and a witness stays valid while all its nonzero cells stay suppressed. So
+//! (1) one "batch" LP maximising the sum of several targets (each capped at its level) can
+//! certify many targets at once; (2) adding suppressions never breaks a certificate; (3) after
+//! removing a cell, only targets whose witness used it are re-solved; (4) on large problems
+//! (> 100 k cells) and during cleanups, "local" LPs over a ball of ≤ 400 suppressed cells
+//! within 3 relation hops of the target come first (batched per ball): they restrict the
+//! attacker (cells outside the ball are held at their values), so their optima are still
+//! witnesses, and sparse ones; a local shortfall is final only when its capacity cut is
+//! violated by the current pattern (a proof), otherwise the component LP decides. Targets no witness
+//! certifies get an individual LP; when it falls short its duals give a capacity cut, which
+//! the repair loops and the exact method consume. Reported intervals are capped at the
+//! requirement unless [`AuditOptions::exact_intervals`] asks for the exact ones.
+//!
+//! Files: this one holds the incremental state ([`Auditor`]: pattern, certificates per
+//! (sensitive cell, direction), witnesses and their users) and the check loop;
+//! [`report`] the public options, report types and entry points ([`audit`]);
+//! [`certificates`] the certificates that need no LP (combinatorial witnesses, candidates
+//! offered by the methods, the re-verification of a finished pattern); [`bounds`] the
+//! attacker LPs (local balls, batch and single component LPs, capacity cuts).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::attacker::Cut;
+use super::problem::Problem;
+use super::SuppressError;
+
+mod bounds;
+mod certificates;
+mod report;
+
+pub(crate) use certificates::{CubeCandidate, MoveCandidate};
+pub(crate) use report::audit_problem;
+pub use report::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
+
+/// Certificate state of one (sensitive cell, direction).
+#[derive(Debug, Clone)]
+enum Cert {
+    Unknown,
+    /// Witness id and value reached.
+    Ok(u32, f64),
+    /// Value reached and the capacity cut.
+    Failed(f64, Option<Cut>),
+}
+
+/// A shortfall found by [`Auditor::check`].
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    /// Index into `Problem::sens`.
+    pub sens: usize,
+    /// Capacity cut violated by the current pattern (None only for exact-interval audits).
+    pub cut: Option<Cut>,
+}
+
+/// The running count of a final audit, for its progress lines
+/// ([`crate::progress::solver_progress`], at most one per interval): bounds (a sensitive cell's
+/// lower or upper protection level) decided out of all. Counts only, never a value.
+struct Checked {
+    total: usize,
+    done: AtomicUsize,
+}
+
+impl Checked {
+    fn new(total: usize) -> Self {
+        Self { total, done: AtomicUsize::new(0) }
+    }
+
+    /// `n` more bounds decided (called from the LP loops, on any thread).
+    fn add(&self, n: usize) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        self.report(done);
+    }
+
+    /// `done` bounds decided in all (after a phase, from the certificates).
+    fn set(&self, done: usize) {
+        self.done.store(done, Ordering::Relaxed);
+        self.report(done);
+    }
+
+    fn report(&self, done: usize) {
+        let total = self.total;
+        crate::progress::solver_progress("audit", || {
+            format!("{} of {total} protection bounds of sensitive cells checked", done.min(total))
+        });
+    }
+}
+
+/// Reports `n` more decided bounds to an optional running count.
+fn tick(checked: Option<&Checked>, n: usize) {
+    if let Some(c) = checked {
+        c.add(n);
+    }
+}
+
+/// Incremental audit state over a changing pattern (see the module doc).
+pub(crate) struct Auditor<'p, 'a> {
+    p: &'p Problem<'a>,
+    /// Current pattern.
+    pub sup: Vec<bool>,
+    certs: Vec<[Cert; 2]>,
+    witnesses: Vec<Vec<(u32, f64)>>,
+    /// Per witness id: found combinatorially (not by an LP).
+    combinatorial: Vec<bool>,
+    users: Vec<Vec<(u32, u8)>>,
+    wit_of_cell: crate::table::relations::FastMap<u32, Vec<u32>>,
+    mark: Vec<u32>,
+    rmark: Vec<u32>,
+    epoch: u32,
+    /// LPs solved so far.
+    pub lps: usize,
+    /// Exact intervals (uncapped single LPs, no batch).
+    pub exact: bool,
+    /// Some certificate may be `Failed` (set by [`Self::check`]).
+    has_failed: bool,
+    /// No combinatorial witnesses (LPs only).
+    pub lp_only: bool,
+    /// Try small local LPs (a ball around the target) before the component LPs; gives sparse
+    /// witnesses, so later removals invalidate few certificates.
+    pub local_first: bool,
+    /// Unknown targets from which the local LPs first try one batch LP per ball (below it,
+    /// one LP per target). Cleanups lower it: a dropped cell often invalidates one shared
+    /// witness with dozens of users, which one batch LP per ball re-certifies.
+    pub group_min: usize,
+    /// Running count for progress lines: only a final audit ([`audit_problem`]) has one, not
+    /// the repeated audits inside a method.
+    checked: Option<Checked>,
+}
+
+/// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
+const BALLS: [(usize, usize); 2] = [(3, 400), (6, 5000)];
+
+/// Hypercubes collected per target, and cell look-ups allowed per target, when searching for
+/// combinatorial witnesses.
+const WITNESS_CUBES: usize = 8;
+const WITNESS_BUDGET: usize = 20_000;
+
+/// Problems with more cells than this use local LPs first in every audit.
+const LOCAL_FIRST_CELLS: usize = 100_000;
+
+/// Direction 0 = down (`LPL`), 1 = up (`UPL`).
+fn need(s: &super::problem::Sensitive, dir: usize) -> f64 {
+    if dir == 0 {
+        s.lpl
+    } else {
+        s.upl
+    }
+}
+
+impl<'p, 'a> Auditor<'p, 'a> {
+    /// Auditor for `sup` (nothing checked yet).
+    pub fn new(p: &'p Problem<'a>, sup: Vec<bool>) -> Self {
+        let certs = p.sens.iter().map(|_| [Cert::Unknown, Cert::Unknown]).collect();
+        Self {
+            p,
+            sup,
+            certs,
+            witnesses: Vec::new(),
+            combinatorial: Vec::new(),
+            users: Vec::new(),
+            wit_of_cell: Default::default(),
+            mark: vec![0; p.n()],
+            rmark: vec![0; p.rel.len()],
+            epoch: 0,
+            lps: 0,
+            exact: false,
+            has_failed: false,
+            lp_only: false,
+            local_first: p.n() > LOCAL_FIRST_CELLS,
+            group_min: 65,
+            checked: None,
+        }
+    }
+
+    /// Suppresses cell `i` (certificates stay valid; failed ones are re-examined).
+    pub fn add(&mut self, i: usize) {
+        if self.sup[i] {
+            return;
+        }
+        self.sup[i] = true;
+        self.clear_failed();
+    }
+
+    /// Turns failed certificates back into unknown ones (a suppression may have fixed them);
+    /// a no-op unless the last [`Self::check`] left failures, so adding many cells between
+    /// two audits costs O(1) each.
+    fn clear_failed(&mut self) {
+        if !self.has_failed {
+            return;
+        }
+        self.has_failed = false;
+        for c in &mut self.certs {
+            for d in c.iter_mut() {
+                if matches!(d, Cert::Failed(..)) {
+                    *d = Cert::Unknown;
+                }
+            }
+        }
+    }
+
+    /// Publishes cell `i`; returns the certificates it invalidated (for [`Self::restore`]).
+    pub fn remove(&mut self, i: usize) -> Vec<(u32, u8, u32, f64)> {
+        self.sup[i] = false;
+        let mut lost = Vec::new();
+        if let Some(ws) = self.wit_of_cell.get(&(i as u32)) {
+            for &w in ws {
+                for &(s, d) in &self.users[w as usize] {
+                    if let Cert::Ok(w2, v) = self.certs[s as usize][d as usize] {
+                        if w2 == w {
+                            lost.push((s, d, w, v));
+                            self.certs[s as usize][d as usize] = Cert::Unknown;
+                        }
+                    }
+                }
+            }
+        }
+        // A sliding target is re-solved in both directions: drop the other certificate too.
+        let extra: Vec<(u32, u8, u32, f64)> = lost
+            .iter()
+            .filter(|(s, ..)| is_sliding(&self.p.sens[*s as usize]))
+            .filter_map(|&(s, d, ..)| match self.certs[s as usize][1 - d as usize] {
+                Cert::Ok(w, v) => Some((s, 1 - d, w, v)),
+                _ => None,
+            })
+            .collect();
+        for &(s, d, ..) in &extra {
+            self.certs[s as usize][d as usize] = Cert::Unknown;
+        }
+        lost.extend(extra);
+        lost
+    }
+
+    /// Undoes [`Self::remove`]: re-suppresses `i` and restores the certificates it lost.
+    pub fn restore(&mut self, i: usize, lost: Vec<(u32, u8, u32, f64)>) {
+        self.sup[i] = true;
+        for (s, d, w, v) in lost {
+            self.certs[s as usize][d as usize] = Cert::Ok(w, v);
+        }
+        self.clear_failed();
+    }
+
+    fn record(&mut self, w: Vec<(u32, f64)>) -> u32 {
+        let id = self.witnesses.len() as u32;
+        for &(c, _) in &w {
+            self.wit_of_cell.entry(c).or_default().push(id);
+        }
+        self.witnesses.push(w);
+        self.combinatorial.push(false);
+        self.users.push(Vec::new());
+        id
+    }
+
+    /// Pairs currently certified by combinatorial witnesses.
+    pub fn witnessed(&self) -> usize {
+        self.certs.iter().flatten().filter(|c| matches!(c, Cert::Ok(w, _) if self.combinatorial[*w as usize])).count()
+    }
+
+    /// Re-certifies every target with local (sparse) witnesses and keeps local LPs first.
+    pub fn localize(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        self.local_first = true;
+        for c in &mut self.certs {
+            *c = [Cert::Unknown, Cert::Unknown];
+        }
+        self.check()
+    }
+
+    /// Sets the running count (if any) to the bounds decided so far.
+    fn sync_checked(&self) {
+        if let Some(c) = &self.checked {
+            c.set(self.certs.iter().flatten().filter(|c| !matches!(c, Cert::Unknown)).count());
+        }
+    }
+
+    /// Certifies every unknown target; returns the shortfalls (empty = protected).
+    pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        self.sync_checked();
+        if !self.exact && !self.lp_only {
+            self.solve_witnesses();
+            self.sync_checked();
+        }
+        if self.local_first && !self.exact {
+            for (hops, max) in BALLS {
+                if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
+                    break;
+                }
+                self.solve_local(hops, max)?;
+                self.sync_checked();
+            }
+        }
+        self.solve_unknown()?;
+        self.sync_checked();
+        let mut out = Vec::new();
+        for (k, c) in self.certs.iter().enumerate() {
+            for d in c.iter() {
+                if let Cert::Failed(_, cut) = d {
+                    out.push(Failure { sens: k, cut: cut.clone() });
+                }
+            }
+        }
+        self.has_failed = !out.is_empty();
+        Ok(out)
+    }
+}
+
+/// Sliding targets: the SPL can bind beyond the two one-sided levels.
+fn is_sliding(s: &super::problem::Sensitive) -> bool {
+    s.spl > 0.0 && s.spl > s.lpl + s.upl
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suppress::tests::{grid, primary};
+    use crate::table::{CellStatus, Table};
+
+    fn statuses(t: &Table, sup: &[[u32; 2]]) -> Vec<CellStatus> {
+        let mut s = t.statuses();
+        for c in sup {
+            let i = t.find(c).unwrap();
+            if s[i] != CellStatus::Primary {
+                s[i] = CellStatus::Secondary;
+            }
+        }
+        s
+    }
+
+    /// 2x2 interior a=10 (primary), b=5, c=2, d=20, all four suppressed. By hand: the attacker
+    /// moves a by +δ, b −δ, c −δ, d +δ with all cells ≥ 0, so δ ∈ [−min(a, d), min(b, c)] =
+    /// [−10, 2]: a ∈ [0, 12].
+    #[test]
+    fn hand_solved_rectangle() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let exact = AuditOptions { exact_intervals: true, ..Default::default() };
+        let r = audit(&t, &st, false, &exact).unwrap();
+        assert_eq!(r.cells.len(), 1);
+        let c = &r.cells[0];
+        assert_eq!(c.cell, a);
+        assert!((c.lo - 0.0).abs() < 1e-7 && (c.hi - 12.0).abs() < 1e-7, "{c:?}");
+        assert!(c.lower_ok && !c.upper_ok);
+        assert_eq!(r.under_protected, vec![a]);
+        // The default (witness) audit agrees on the verdict.
+        let r2 = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert_eq!(r2.under_protected, vec![a]);
+        // With UPL = 2 the same pattern is safe.
+        t.set_protection(a, 3.0, 2.0, 0.0);
+        let r3 = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert!(r3.is_clean());
+        // Sliding: the span is 12 ≥ 11 but not ≥ 13.
+        t.set_protection(a, 1.0, 1.0, 11.0);
+        assert!(audit(&t, &st, false, &AuditOptions::default()).unwrap().is_clean());
+        t.set_protection(a, 1.0, 1.0, 13.0);
+        let r4 = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert_eq!(r4.under_protected, vec![a]);
+        assert!(!r4.cells[0].sliding_ok);
+    }
+
+    /// The same rectangle with census-size values (× 10^11): attacker LPs are solved in scaled
+    /// units (HiGHS gave up with status `Unknown` on such values), the intervals come back in
+    /// the table's units.
+    #[test]
+    fn huge_values_give_the_same_intervals() {
+        let m = 1e11;
+        let mut t = grid(&[vec![10.0 * m, 5.0 * m], vec![2.0 * m, 20.0 * m]], None);
+        let a = primary(&mut t, &[1, 1], 3.0 * m);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let lp_only = AuditOptions { exact_intervals: true, lp_only: true };
+        let r = audit(&t, &st, false, &lp_only).unwrap();
+        let c = &r.cells[0];
+        assert!(c.lo.abs() < 1e-7 * m && (c.hi - 12.0 * m).abs() < 1e-7 * m, "{c:?}");
+        assert_eq!(r.under_protected, vec![a]);
+    }
+
+    /// Only the primary and its row partner suppressed: the column relation pins it exactly.
+    #[test]
+    fn pinned_by_a_published_relation() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 1.0);
+        let st = statuses(&t, &[[1, 2]]);
+        let exact = AuditOptions { exact_intervals: true, ..Default::default() };
+        let r = audit(&t, &st, false, &exact).unwrap();
+        let c = &r.cells[0];
+        assert!((c.lo - 10.0).abs() < 1e-7 && (c.hi - 10.0).abs() < 1e-7, "{c:?}");
+        assert_eq!(r.under_protected, vec![a]);
+    }
+
+    /// Bounds change the answer: an upper bound of 11 on `a` caps the interval.
+    #[test]
+    fn external_bounds_are_attacker_knowledge() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![6.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        assert!(audit(&t, &st, false, &AuditOptions::default()).unwrap().is_clean());
+        t.set_bounds(a, 0.0, 11.0).unwrap();
+        let r = audit(&t, &st, false, &AuditOptions { exact_intervals: true, ..Default::default() }).unwrap();
+        assert!((r.cells[0].hi - 11.0).abs() < 1e-7);
+        assert_eq!(r.under_protected, vec![a]);
+    }
+
+    /// The witness audit (default) and the LP-only audit give the same per-cell verdict on
+    /// random hierarchical tables and patterns: closed patterns from `fast` with random
+    /// secondaries dropped, so both protected and under-protected cells occur.
+    #[test]
+    fn witness_and_lp_audits_agree_on_random_patterns() {
+        use crate::suppress::{protect, Method, ProtectOptions};
+        use crate::table::synth::{generate, SynthSpec};
+        let (mut witnessed, mut under, mut clean) = (0, 0, 0);
+        for seed in 0..8 {
+            let spec = SynthSpec {
+                dims: vec![vec![2, 3], vec![3], vec![2]],
+                density: 0.8,
+                mean_freq: 5.0,
+                min_freq: 3,
+                protection: 0.1,
+                seed,
+            };
+            let t = generate(&spec).unwrap();
+            let o = ProtectOptions { method: Method::Fast, cleanup: false, time_limit_s: 30.0, ..Default::default() };
+            let prot = protect(&t, &o).unwrap();
+            let mut rng = crate::rng::Rng::new(seed + 100);
+            for round in 0..3 {
+                let mut st = prot.statuses.clone();
+                for s in st.iter_mut() {
+                    if *s == CellStatus::Secondary && rng.next_f64() < 0.15 * round as f64 {
+                        *s = CellStatus::Safe;
+                    }
+                }
+                let w = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+                let l = audit(&t, &st, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
+                assert_eq!(w.under_protected, l.under_protected, "seed {seed} round {round}");
+                assert_eq!(l.witnessed, 0);
+                witnessed += w.witnessed;
+                under += w.under_protected.len();
+                clean += usize::from(w.is_clean());
+                for c in &w.cells {
+                    assert_eq!(c.protected(), c.certified_by != CertifiedBy::Unproven);
+                }
+            }
+        }
+        assert!(witnessed > 0, "no pair was certified by a witness");
+        assert!(under > 0 && clean > 0, "both verdicts must occur (under {under}, clean {clean})");
+    }
+
+    /// An under-protected pattern with a complete hypercube: the witness only reaches 2 of the
+    /// UPL of 3, so both audits reject the cell.
+    #[test]
+    fn under_protected_rectangle_rejected_by_both_audits() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        let a = primary(&mut t, &[1, 1], 3.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        for o in [AuditOptions::default(), AuditOptions { lp_only: true, ..Default::default() }] {
+            let r = audit(&t, &st, false, &o).unwrap();
+            assert_eq!(r.under_protected, vec![a], "{o:?}");
+            assert_eq!(r.cells[0].certified_by, CertifiedBy::Unproven);
+        }
+        // UPL 2: the witness alone proves both directions, no LP.
+        t.set_protection(a, 2.0, 2.0, 0.0);
+        let r = audit(&t, &st, false, &AuditOptions::default()).unwrap();
+        assert!(r.is_clean());
+        assert_eq!((r.lps_solved, r.witnessed), (0, 2));
+        assert_eq!(r.cells[0].certified_by, CertifiedBy::Witness);
+        let r = audit(&t, &st, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
+        assert!(r.is_clean() && r.lps_solved > 0);
+        assert_eq!(r.cells[0].certified_by, CertifiedBy::Lp);
+    }
+
+    /// The final audit from held certificates agrees with a fresh one, and refuses a pattern
+    /// changed behind the auditor's back (a witness cell published).
+    #[test]
+    fn recheck_reuses_certificates_and_refuses_a_changed_pattern() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        for lp_only in [false, true] {
+            let mut aud = Auditor::new(&p, sup.clone());
+            aud.lp_only = lp_only;
+            assert!(aud.check().unwrap().is_empty());
+            let r = aud.recheck(true).unwrap();
+            let fresh = audit(&t, &st, true, &AuditOptions::default()).unwrap();
+            assert_eq!((r.is_clean(), r.lps_solved), (true, 0));
+            assert_eq!(r.under_protected, fresh.under_protected);
+            aud.sup[t.find(&[2, 2]).unwrap()] = false;
+            assert!(aud.recheck(true).is_none(), "lp_only {lp_only}");
+        }
+    }
+
+    /// Candidate certificates are trusted only after exact verification: the right cube
+    /// certifies both directions without a search or LP; tampered ones (a flipped sign, a
+    /// published cell, a cube short of capacity, a foreign cell index) certify nothing and
+    /// leave the verdict to the usual audit.
+    #[test]
+    fn candidate_certificates_are_verified_before_use() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let c = |r: u32, k: u32| t.find(&[r, k]).unwrap() as u32;
+        let cube = vec![(c(1, 1), 1), (c(1, 2), -1), (c(2, 1), -1), (c(2, 2), 1)];
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube.clone()])]), 2);
+        assert!(aud.check().unwrap().is_empty());
+        assert_eq!((aud.lps, aud.witnessed()), (0, 2));
+        assert!(aud.recheck(true).is_some());
+        let mut flipped = cube.clone();
+        flipped[1].1 = 1;
+        let mut published = sup.clone();
+        published[c(2, 2) as usize] = false;
+        let foreign = vec![(c(1, 1), 1), (c(1, 0), -1), (c(0, 1), -1), (c(0, 0), 1)];
+        let a = c(1, 1);
+        for (name, pattern, cand) in [
+            ("flipped sign", &sup, flipped),
+            ("published cell", &published, cube.clone()),
+            ("not a cube of the table", &sup, foreign),
+            ("dropped cell", &sup, cube[..3].to_vec()),
+        ] {
+            let mut aud = Auditor::new(&p, pattern.clone());
+            assert_eq!(aud.offer(vec![(0, vec![cand])]), 0, "{name}");
+            assert_eq!(aud.witnessed(), 0, "{name}");
+        }
+        // Capacity: with UPL 3 the cube reaches only 2 upwards (c = 2 cannot go below 0): the
+        // down direction is certified, the up one is left to the audit, which rejects it.
+        t.set_protection(a as usize, 3.0, 3.0, 0.0);
+        let p = Problem::from_table(&t, Some(&st));
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube]), (7, vec![vec![(a, 1)]])]), 1);
+        let fails = aud.check().unwrap();
+        assert_eq!(fails.len(), 1);
+        assert!(!aud.cell_audits()[0].upper_ok);
+    }
+
+    /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and
+    /// restoring brings back the clean state without new LPs.
+    #[test]
+    fn incremental_remove_and_restore() {
+        let mut t = grid(&[vec![10.0, 5.0, 7.0], vec![6.0, 20.0, 9.0]], None);
+        primary(&mut t, &[1, 1], 2.0);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2], [1, 3], [2, 3]]);
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let mut aud = Auditor::new(&p, sup);
+        assert!(aud.check().unwrap().is_empty());
+        let solved = aud.lps;
+        let i = t.find(&[2, 2]).unwrap();
+        let lost = aud.remove(i);
+        let f = aud.check().unwrap();
+        if lost.is_empty() {
+            assert_eq!(aud.lps, solved);
+        }
+        assert!(f.is_empty(), "rows 1-2 x cols 1,3 still protect");
+        // Remove the other column partner too: the primary is pinned; restore fixes it.
+        let j = t.find(&[1, 3]).unwrap();
+        let lost = aud.remove(j);
+        assert!(!aud.check().unwrap().is_empty());
+        aud.restore(j, lost);
+        let before = aud.lps;
+        assert!(aud.check().unwrap().is_empty());
+        assert_eq!(aud.lps, before, "restored certificates need no LP");
+    }
+}

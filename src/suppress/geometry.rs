@@ -1,0 +1,459 @@
+//! The table's geometry: per dimension and node, the balanced one-dimensional vectors through
+//! that node, and the hypercube searches built on them ([`Geometry::hypercubes`],
+//! [`Geometry::cheapest_cube`], [`Geometry::ancestor_cube`], [`Geometry::neighbourhood`]).
+//!
+//! Why a module of its own: a hypercube is a tensor product of such vectors, one per
+//! dimension, so every relation of the table is balanced by it (see [`super::witness`], which
+//! turns cubes into verified attacker moves). The geometry depends on the table alone — not on
+//! the problem's bounds or pattern, which callers pass in — so [`super::problem::Problem`]
+//! can hold one without a circle.
+
+use crate::table::{Dimension, Table};
+
+/// One-dimensional balanced vectors kept per (dimension, node), smallest first.
+const MAX_OPTIONS: usize = 512;
+
+/// A hypercube as `(cell, ±1)` pairs (the target first where it is built for one).
+pub(crate) type Cube = Vec<(u32, i8)>;
+
+/// A partial hypercube: `(packed key, cell, sign)` per cell.
+type Partial = Vec<(u128, u32, i8)>;
+
+/// The table's geometry for proposing witnesses: per dimension and node, the balanced
+/// one-dimensional vectors through that node (without the node itself, which carries `+1`).
+#[derive(Debug, Clone)]
+pub(crate) struct Geometry<'a> {
+    table: &'a Table,
+    options: Vec<Vec<Vec<(u32, i8)>>>,
+    /// `options[start[d] + node]`.
+    start: Vec<usize>,
+}
+
+/// All paths from `x` down to a leaf (one child per level) with sign `s`, at most `max`.
+fn down_paths(ch: &[Vec<usize>], x: usize, s: i8, max: usize) -> Vec<Vec<(u32, i8)>> {
+    if ch[x].is_empty() {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    for &c in &ch[x] {
+        for rest in down_paths(ch, c, s, max) {
+            if out.len() >= max {
+                return out;
+            }
+            let mut v = vec![(c as u32, s)];
+            v.extend(rest);
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Balanced one-dimensional vectors with `+1` at `a` (see the module doc), smallest first.
+fn node_options(dim: &Dimension, ch: &[Vec<usize>], a: usize) -> Vec<Vec<(u32, i8)>> {
+    let downs_a = down_paths(ch, a, 1, MAX_OPTIONS);
+    let mut out: Vec<Vec<(u32, i8)>> = Vec::new();
+    let mut chain: Vec<(u32, i8)> = Vec::new();
+    let mut top = a;
+    while out.len() < MAX_OPTIONS {
+        let Some(par) = dim.parent[top] else {
+            for d in &downs_a {
+                out.push(chain.iter().chain(d).copied().collect());
+            }
+            break;
+        };
+        for &b in &ch[par] {
+            if b == top {
+                continue;
+            }
+            for db in down_paths(ch, b, -1, MAX_OPTIONS) {
+                for d in &downs_a {
+                    let mut v: Vec<(u32, i8)> = chain.iter().chain(d).copied().collect();
+                    v.push((b as u32, -1));
+                    v.extend(&db);
+                    out.push(v);
+                }
+            }
+        }
+        chain.push((par as u32, 1));
+        top = par;
+    }
+    out.sort_by_key(|v| v.len());
+    out.truncate(MAX_OPTIONS);
+    out
+}
+
+impl<'a> Geometry<'a> {
+    /// Geometry of `table` (one pass over its dimensions).
+    pub fn new(table: &'a Table) -> Self {
+        let mut options = Vec::new();
+        let mut start = Vec::new();
+        for dim in table.dims() {
+            start.push(options.len());
+            let ch = dim.children();
+            for a in 0..dim.codes.len() {
+                options.push(node_options(dim, &ch, a));
+            }
+        }
+        Self { table, options, start }
+    }
+
+    /// Coordinate of cell `c` (for diagnostics).
+    pub fn coord(&self, c: u32) -> &[u32] {
+        &self.table.cells()[c as usize].coord
+    }
+
+    /// The cube of every cell between a leaf-level descendant `L` of `t` and the grand
+    /// total: per dimension the path from `L`'s node up to the root, all with `+1` (balanced:
+    /// each node on a path has exactly one child on it). Every such cell is a marginal of
+    /// `L`, so it exists and its value is at least `L`'s: a cube that needs no sibling cell,
+    /// for sensitive cells whose neighbourhood is too sparse or too small for any cheaper
+    /// cube. `L` is the descendant of largest value among the first `max_lookups`
+    /// coordinates tried. Returns the cost (`accept` summed; `None` if a cell is refused).
+    pub fn ancestor_cube(
+        &self,
+        t: u32,
+        accept: &dyn Fn(usize) -> Option<f64>,
+        max_lookups: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        let coord = self.coord(t).to_vec();
+        let dims = self.table.dims();
+        let leaves: Vec<Vec<u32>> = dims
+            .iter()
+            .zip(&coord)
+            .map(|(dim, &a)| {
+                let ch = dim.children();
+                let mut stack = vec![a as usize];
+                let mut out = Vec::new();
+                while let Some(x) = stack.pop() {
+                    if ch[x].is_empty() {
+                        out.push(x as u32);
+                    } else {
+                        stack.extend(ch[x].iter().rev());
+                    }
+                }
+                out
+            })
+            .collect();
+        let idx = self.table.index();
+        let cells = self.table.cells();
+        let mut best: Option<(f64, Vec<u32>)> = None;
+        let mut at = vec![0usize; leaves.len()];
+        let mut c = coord.clone();
+        let mut lookups = 0;
+        while lookups < max_lookups {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = leaves[d][k];
+            }
+            lookups += 1;
+            if let Some(i) = idx.find(&c) {
+                if best.as_ref().is_none_or(|(v, _)| cells[i].value > *v) {
+                    best = Some((cells[i].value, c.clone()));
+                }
+            }
+            if !advance(&mut at, |d| leaves[d].len()) {
+                break;
+            }
+        }
+        let (_, leaf) = best?;
+        let paths: Vec<Vec<u32>> = dims
+            .iter()
+            .zip(&leaf)
+            .map(|(dim, &l)| {
+                let mut path = vec![l];
+                let mut x = l as usize;
+                while let Some(par) = dim.parent[x] {
+                    path.push(par as u32);
+                    x = par;
+                }
+                path
+            })
+            .collect();
+        let mut cube = vec![(t, 1i8)];
+        let mut cost = 0.0;
+        let mut at = vec![0usize; paths.len()];
+        loop {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = paths[d][k];
+            }
+            let i = idx.find(&c)?;
+            if i as u32 != t {
+                cost += accept(i)?;
+                cube.push((i as u32, 1));
+            }
+            if !advance(&mut at, |d| paths[d].len()) {
+                break;
+            }
+        }
+        Some((cost, cube))
+    }
+
+    /// Existing cells of a box around cell `t`: per dimension a list of nodes (`t`'s own,
+    /// its parent, its siblings, then the descendants of those breadth-first), each list
+    /// grown round-robin while the number of coordinates in the product stays within
+    /// `max_coords`. Why: an attacker LP over such a box, with every other cell held at its
+    /// value, is a restriction of the attacker (any optimum is a valid witness) that follows
+    /// the table's geometry: it finds moves through cells that exist even where no tensor
+    /// product of one-dimensional vectors does (sparse tables, marginals of few contributors).
+    pub fn neighbourhood(&self, t: u32, max_coords: usize) -> Vec<u32> {
+        let coord = self.coord(t).to_vec();
+        let lists: Vec<Vec<u32>> = self
+            .table
+            .dims()
+            .iter()
+            .zip(&coord)
+            .map(|(dim, &a)| {
+                let ch = dim.children();
+                // The node and its subtree, then up the ancestor chain: the siblings of each
+                // node on the chain (with their subtrees) before its parent.
+                let mut order: Vec<usize> = Vec::new();
+                let push_tree = |order: &mut Vec<usize>, root: usize| {
+                    let start = order.len();
+                    order.push(root);
+                    let mut k = start;
+                    while k < order.len() {
+                        let x = order[k];
+                        k += 1;
+                        order.extend(ch[x].iter().copied());
+                    }
+                };
+                push_tree(&mut order, a as usize);
+                let mut x = a as usize;
+                while let Some(par) = dim.parent[x] {
+                    for &b in &ch[par] {
+                        if b != x {
+                            push_tree(&mut order, b);
+                        }
+                    }
+                    order.push(par);
+                    x = par;
+                }
+                order.into_iter().map(|x| x as u32).collect()
+            })
+            .collect();
+        let mut sizes = vec![1usize; lists.len()];
+        let mut coords = 1usize;
+        loop {
+            let mut grew = false;
+            for (d, l) in lists.iter().enumerate() {
+                let next = coords / sizes[d] * (sizes[d] + 1);
+                if sizes[d] < l.len() && next <= max_coords {
+                    coords = next;
+                    sizes[d] += 1;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        let idx = self.table.index();
+        let mut out = Vec::new();
+        let mut at = vec![0usize; lists.len()];
+        let mut c = coord.clone();
+        loop {
+            for (d, &k) in at.iter().enumerate() {
+                c[d] = lists[d][k];
+            }
+            if let Some(i) = idx.find(&c) {
+                out.push(i as u32);
+            }
+            if !advance(&mut at, |d| sizes[d]) {
+                break;
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Up to `max` hypercubes through suppressed cell `t` whose whole support exists and is
+    /// suppressed in `sup`, as `(cell, ±1)` lists with `t` first; at most `budget` cell
+    /// look-ups. Depth-first over dimensions, smallest one-dimensional vectors first.
+    pub fn hypercubes(&self, sup: &[bool], t: u32, max: usize, budget: usize) -> Vec<Vec<(u32, i8)>> {
+        let idx = self.table.index();
+        let coord = &self.table.cells()[t as usize].coord;
+        let mut st = Search { sup, found: Vec::new(), max, budget };
+        let base = vec![(idx.key(coord), t, 1i8)];
+        self.dfs(&mut st, coord, 0, base);
+        st.found
+    }
+
+    fn dfs(&self, st: &mut Search, coord: &[u32], d: usize, partial: Vec<(u128, u32, i8)>) {
+        if d == coord.len() {
+            st.found.push(partial.iter().map(|&(_, c, s)| (c, s)).collect());
+            return;
+        }
+        let a = coord[d];
+        let sup = st.sup;
+        let ok = |c: usize| sup[c].then_some(0.0);
+        let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
+        'opt: for opt in &self.options[self.start[d] + a as usize] {
+            if st.found.len() >= st.max || st.budget == 0 {
+                return;
+            }
+            for &(node, _) in opt {
+                let col = memo[node as usize]
+                    .get_or_insert_with(|| self.column(&mut st.budget, &partial, d, a, node, &ok, f64::INFINITY));
+                if col.is_none() {
+                    if st.budget == 0 {
+                        return;
+                    }
+                    continue 'opt;
+                }
+            }
+            let next = extend(&partial, opt, &memo);
+            self.dfs(st, coord, d + 1, next);
+        }
+    }
+
+    /// The cells of `partial` with dimension `d` moved from node `a` to `node`, when all exist
+    /// and pass `accept`, with their summed cost; `None` when one does not, when the cost
+    /// reaches `limit`, or when the `budget` of look-ups runs out (then set to 0). Why: the
+    /// one-dimensional vectors of a node share most of their nodes, so the searches evaluate
+    /// each (partial cube, node) column once instead of once per vector — on marginal cells
+    /// of deep hierarchies (hundreds of vectors, cubes of hundreds of cells) this is what
+    /// keeps the search within its budget.
+    #[allow(clippy::too_many_arguments)]
+    fn column(
+        &self,
+        budget: &mut usize,
+        partial: &[(u128, u32, i8)],
+        d: usize,
+        a: u32,
+        node: u32,
+        accept: &dyn Fn(usize) -> Option<f64>,
+        limit: f64,
+    ) -> Option<Column> {
+        let idx = self.table.index();
+        let mut cells = Vec::with_capacity(partial.len());
+        let mut cost = 0.0;
+        for &(key, _, _) in partial {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
+            let k2 = idx.replace(key, d, a, node);
+            let c = idx.get(k2)?;
+            cost += accept(c)?;
+            if cost >= limit {
+                return None;
+            }
+            cells.push((k2, c as u32));
+        }
+        Some((cost, cells))
+    }
+}
+
+/// One evaluated column of a partial cube (see [`Geometry::column`]): cost and `(key, cell)`
+/// per cell of the partial cube, in its order.
+type Column = (f64, Vec<(u128, u32)>);
+
+/// `partial` extended by the one-dimensional vector `opt` whose columns are all in `memo`.
+fn extend(partial: &[(u128, u32, i8)], opt: &[(u32, i8)], memo: &[Option<Option<Column>>]) -> Partial {
+    let mut next = partial.to_vec();
+    for &(node, s2) in opt {
+        let Some(Some((_, col))) = &memo[node as usize] else { unreachable!("column evaluated before extending") };
+        next.extend(col.iter().zip(partial).map(|(&(k2, c), &(_, _, s))| (k2, c, s * s2)));
+    }
+    next
+}
+
+/// State of [`Geometry::cheapest_cube`].
+struct CostSearch<'s> {
+    accept: &'s (dyn Fn(usize) -> Option<f64> + Sync),
+    best: Option<(f64, Vec<(u32, i8)>)>,
+    budget: usize,
+    beam: usize,
+}
+
+/// Cheapest candidates kept per dimension in [`Geometry::cheapest_cube`].
+const BEAM: usize = 3;
+
+impl Geometry<'_> {
+    /// The cheapest hypercube through cell `t` (found within `budget` look-ups) whose other
+    /// cells all exist and pass `accept`, which returns the cost of adding a cell to the
+    /// pattern (0 when it is already suppressed) or `None` when the cell may not be used.
+    /// Depth-first over dimensions, the [`BEAM`] cheapest one-dimensional extensions first,
+    /// pruned by the best cost found so far.
+    pub fn cheapest_cube(
+        &self,
+        t: u32,
+        accept: &(dyn Fn(usize) -> Option<f64> + Sync),
+        budget: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        self.cheapest_cube_beam(t, accept, budget, BEAM)
+    }
+
+    /// [`Self::cheapest_cube`] keeping the `beam` cheapest one-dimensional extensions per
+    /// dimension (a wider search for tables small enough to afford it).
+    pub fn cheapest_cube_beam(
+        &self,
+        t: u32,
+        accept: &(dyn Fn(usize) -> Option<f64> + Sync),
+        budget: usize,
+        beam: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        let coord = &self.table.cells()[t as usize].coord;
+        let mut st = CostSearch { accept, best: None, budget, beam: beam.max(1) };
+        let base = vec![(self.table.index().key(coord), t, 1i8)];
+        self.dfs_cost(&mut st, coord, 0, base, 0.0);
+        st.best
+    }
+
+    fn dfs_cost(&self, st: &mut CostSearch, coord: &[u32], d: usize, partial: Vec<(u128, u32, i8)>, cost: f64) {
+        if d == coord.len() {
+            if st.best.as_ref().is_none_or(|(b, _)| cost < *b) {
+                st.best = Some((cost, partial.iter().map(|&(_, c, s)| (c, s)).collect()));
+            }
+            return;
+        }
+        let a = coord[d];
+        let bound = st.best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
+        let accept = st.accept;
+        let opts = &self.options[self.start[d] + a as usize];
+        let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
+        let mut picks: Vec<(f64, usize)> = Vec::new();
+        'opt: for (o, opt) in opts.iter().enumerate() {
+            let mut add = 0.0;
+            for &(node, _) in opt {
+                if st.budget == 0 {
+                    break 'opt;
+                }
+                let col = memo[node as usize]
+                    .get_or_insert_with(|| self.column(&mut st.budget, &partial, d, a, node, accept, bound - cost));
+                let Some((x, _)) = col else { continue 'opt };
+                add += *x;
+                if cost + add >= bound {
+                    continue 'opt;
+                }
+            }
+            picks.push((add, o));
+        }
+        picks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        picks.truncate(st.beam);
+        for (add, o) in picks {
+            if st.best.as_ref().is_none_or(|(b, _)| cost + add < *b) {
+                let next = extend(&partial, &opts[o], &memo);
+                self.dfs_cost(st, coord, d + 1, next, cost + add);
+            }
+        }
+    }
+}
+
+/// Advances the mixed-radix counter `at` (digit `d` runs over `0..len(d)`, the first digit
+/// fastest); `false` once every combination has been visited.
+fn advance(at: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    for (d, x) in at.iter_mut().enumerate() {
+        *x += 1;
+        if *x < len(d) {
+            return true;
+        }
+        *x = 0;
+    }
+    false
+}
+struct Search<'s> {
+    sup: &'s [bool],
+    found: Vec<Vec<(u32, i8)>>,
+    max: usize,
+    budget: usize,
+}

@@ -1,0 +1,465 @@
+//! The pattern under construction that the heuristics share ([`Work`]): the auditor that owns
+//! the pattern, each cell's movement requirement and per-relation counts of suppressed cells,
+//! with the three local steps every heuristic is built from:
+//!
+//! - **closure** ([`Work::close`]): every suppressed cell with a requirement gets, in each of
+//!   its relations, suppressed partners whose capacity covers it (cheapest free partner first);
+//! - **repair** ([`Work::repair`]): audit, satisfy each shortfall's capacity cut greedily,
+//!   close again, until clean or provably infeasible (fail closed);
+//! - **cleanup** ([`Work::cleanup`], [`Work::try_drop`]): un-suppress secondaries while the
+//!   audit stays clean, refusing cheaply first (pinned cells, pooled cuts).
+//!
+//! The starting pattern (cube assignment, hypercube cover or closure) is built by
+//! [`super::construct`]. Used by the fast method ([`super::fast`]), tabu search, the optimal
+//! method's repair, linked tables and the merge of modular subtables.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::attacker::{tolerance, Cut};
+use super::audit::Auditor;
+use super::budget::Deadline;
+use super::problem::{requirement, Fix, Problem};
+use super::trace::trace;
+use super::{singleton, SuppressError};
+use crate::table::relations::FastMap;
+
+/// Working state: the auditor (which owns the pattern), requirements and per-relation counts.
+pub(crate) struct Work<'p, 'a> {
+    pub p: &'p Problem<'a>,
+    pub aud: Auditor<'p, 'a>,
+    pub req: Vec<f64>,
+    nsup: Vec<u32>,
+    /// Capacity cuts from failed drop trials (valid for every protecting pattern), and per
+    /// cell the cuts it appears in: a drop that violates one is refused without an audit.
+    pool: Vec<Cut>,
+    pool_of: FastMap<u32, Vec<u32>>,
+    /// Drop trials refused by [`Self::refuted`] (pinned cell, pooled cut) and by the audit.
+    pub refused_cheaply: usize,
+    pub refused_by_audit: usize,
+    /// Certificates lost and LPs solved by accepted / audit-refused drop trials (trace only).
+    trial_stats: [(usize, usize); 2],
+    /// Per cell, the number of assigned cubes using it ([`super::cubes`]), when the pattern
+    /// came from the cube assignment.
+    pub cube_use: Option<Vec<u32>>,
+    /// Candidate certificates from [`Self::cover`](super::construct) (sensitive index, cubes through it), handed
+    /// to the auditor by [`complete`](super::construct::complete), which verifies each one exactly before trusting it.
+    pub candidates: Vec<super::audit::CubeCandidate>,
+    /// Candidate attacker moves from box LPs ([`box_cover`](super::construct::box_cover)): (sensitive index, direction,
+    /// move), verified by the auditor like an LP witness before it is trusted.
+    pub move_candidates: Vec<super::audit::MoveCandidate>,
+    /// Whether [`Self::cover`] may fall back on ancestor cubes and box LPs for cells without
+    /// a (multi-)cube. On by default above [`LAST_RESORT_CELLS`] cells, where the closure and
+    /// the LP repair it leads to do not scale; below, the closure and LP repair give cheaper
+    /// patterns (an ancestor cube suppresses marginals up to the grand total).
+    pub last_resort_cubes: bool,
+}
+
+/// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
+/// ([`Auditor::group_min`]).
+const CLEANUP_GROUP_MIN: usize = 4;
+
+/// Cuts longer than this are not pooled (checking them would cost more than it saves).
+const POOL_CUT_MAX: usize = 4096;
+
+/// Relations examined at most by the pinned-cell propagation of one drop trial.
+const PIN_STEPS: usize = 20_000;
+
+/// Problems with more cells than this use the cover's last-resort cubes by default.
+const LAST_RESORT_CELLS: usize = 100_000;
+
+impl<'p, 'a> Work<'p, 'a> {
+    /// State for pattern `sup` (requirements from the sensitive cells).
+    pub fn new(p: &'p Problem<'a>, sup: Vec<bool>) -> Self {
+        let mut req = vec![0.0; p.n()];
+        for s in &p.sens {
+            req[s.cell as usize] = requirement(s);
+        }
+        let nsup = (0..p.rel.len()).map(|r| p.rel.members(r).filter(|&m| sup[m as usize]).count() as u32).collect();
+        Self {
+            p,
+            aud: Auditor::new(p, sup),
+            req,
+            nsup,
+            pool: Vec::new(),
+            pool_of: FastMap::default(),
+            refused_cheaply: 0,
+            refused_by_audit: 0,
+            trial_stats: [(0, 0); 2],
+            cube_use: None,
+            candidates: Vec::new(),
+            move_candidates: Vec::new(),
+            last_resort_cubes: p.n() > LAST_RESORT_CELLS,
+        }
+    }
+
+    /// Current pattern.
+    pub fn sup(&self) -> &[bool] {
+        &self.aud.sup
+    }
+
+    /// Suppresses `j` with movement requirement at least `req`.
+    pub fn suppress(&mut self, j: usize, req: f64) {
+        if !self.aud.sup[j] {
+            self.aud.add(j);
+            for &r in self.p.rel.of_cell(j) {
+                self.nsup[r as usize] += 1;
+            }
+        }
+        self.req[j] = self.req[j].max(req);
+    }
+
+    /// Publishes `j` (counts only; the caller handles the auditor).
+    fn unsuppress_counts(&mut self, j: usize) {
+        for &r in self.p.rel.of_cell(j) {
+            self.nsup[r as usize] -= 1;
+        }
+    }
+
+    /// Relations of `j` other than `r` without any suppressed cell.
+    fn open_relations(&self, j: usize, r: usize) -> usize {
+        self.p.rel.of_cell(j).iter().filter(|&&q| q as usize != r && self.nsup[q as usize] == 0).count()
+    }
+
+    /// Closure (step 1) starting from `queue`.
+    pub fn close(&mut self, queue: impl IntoIterator<Item = u32>) {
+        let p = self.p;
+        let mut q: VecDeque<u32> = queue.into_iter().collect();
+        while let Some(i) = q.pop_front() {
+            let i = i as usize;
+            let ri = self.req[i];
+            if ri <= 0.0 {
+                continue;
+            }
+            for &r in p.rel.of_cell(i) {
+                let r = r as usize;
+                loop {
+                    let mut cap = 0.0;
+                    let mut cnt = 0;
+                    for m in p.rel.members(r) {
+                        let m = m as usize;
+                        if m != i && self.aud.sup[m] {
+                            cap += p.capacity(m);
+                            cnt += 1;
+                        }
+                    }
+                    if cnt > 0 && cap >= ri - tolerance(ri) {
+                        // Partners must be able to move as far as `i` needs.
+                        for m in p.rel.members(r) {
+                            let m = m as usize;
+                            let want = ri.min(p.capacity(m));
+                            if m != i && self.aud.sup[m] && self.req[m] < want - tolerance(want) {
+                                self.req[m] = want;
+                                q.push_back(m as u32);
+                            }
+                        }
+                        break;
+                    }
+                    let need = ri - cap;
+                    let mut best: Option<(f64, usize)> = None;
+                    for m in p.rel.members(r) {
+                        let m = m as usize;
+                        if m == i || self.aud.sup[m] || p.fix[m] != Fix::Free {
+                            continue;
+                        }
+                        let c = p.capacity(m);
+                        let short = if c >= need - tolerance(need) { 1.0 } else { 4.0 };
+                        let score = (p.cost[m] + 1e-9) * short * (1.0 + 0.5 * self.open_relations(m, r) as f64);
+                        if best.is_none_or(|(b, bj)| score < b || (score == b && m < bj)) {
+                            best = Some((score, m));
+                        }
+                    }
+                    let Some((_, j)) = best else { break };
+                    self.suppress(j, ri.min(p.capacity(j)));
+                    q.push_back(j as u32);
+                }
+            }
+        }
+    }
+
+    /// Repair loop (step 2): audit, satisfy cuts, close, until clean. Each round adds cells, so
+    /// it ends; the hard stop's grace period fails it (no clean pattern yet: nothing to publish).
+    pub fn repair(&mut self, singleton_rule: bool, deadline: &Deadline) -> Result<(), SuppressError> {
+        let p = self.p;
+        loop {
+            if deadline.wall_reached() {
+                return Err(deadline.error("the audit-driven repair"));
+            }
+            let t0 = Instant::now();
+            let lps0 = self.aud.lps;
+            let fails = self.aud.check()?;
+            crate::progress::solver_progress("repair", || {
+                format!(
+                    "{} sensitive cells under-protected, cost {:.3} % of the table's cost",
+                    fails.len(),
+                    p.cost_percent(p.cost_of(&self.aud.sup))
+                )
+            });
+            trace(format_args!(
+                "repair audit {:.1}s: {} failures, {} LPs, {} pairs by witness",
+                t0.elapsed().as_secs_f64(),
+                fails.len(),
+                self.aud.lps - lps0,
+                self.aud.witnessed()
+            ));
+            let mut added: Vec<u32> = Vec::new();
+            for f in &fails {
+                let s = p.sens[f.sens];
+                let Some(cut) = &f.cut else {
+                    return Err(SuppressError::Input("audit failure without a cut".into()));
+                };
+                let lhs = cut.lhs(&self.aud.sup);
+                let avail: f64 = cut
+                    .coefs
+                    .iter()
+                    .filter(|(c, _)| !self.aud.sup[*c as usize] && p.fix[*c as usize] == Fix::Free)
+                    .map(|(_, v)| v)
+                    .sum();
+                if lhs + avail < cut.rhs - tolerance(cut.rhs) {
+                    return Err(SuppressError::Infeasible {
+                        cell: s.cell as usize,
+                        coord: Vec::new(),
+                        // A share, not the level: levels derive from the cell's value, and
+                        // messages and logs never carry values (issue 13 item 10).
+                        why: format!(
+                            "suppressing every cell allowed to be suppressed gives the attacker only {:.0} % \
+                             of the range its protection level requires",
+                            100.0 * (lhs + avail).max(0.0) / cut.rhs
+                        ),
+                    });
+                }
+                let mut deficit = cut.rhs - cut.lhs(&self.aud.sup);
+                while deficit > tolerance(cut.rhs) {
+                    let mut best: Option<(f64, u32, f64)> = None;
+                    for &(c, v) in &cut.coefs {
+                        if self.aud.sup[c as usize] || p.fix[c as usize] != Fix::Free {
+                            continue;
+                        }
+                        let ratio = (p.cost[c as usize] + 1e-9) / v.min(deficit);
+                        if best.is_none_or(|(b, bc, _)| ratio < b || (ratio == b && c < bc)) {
+                            best = Some((ratio, c, v));
+                        }
+                    }
+                    let Some((_, c, v)) = best else { break };
+                    self.suppress(c as usize, requirement(&s).min(p.capacity(c as usize)));
+                    added.push(c);
+                    deficit -= v;
+                }
+            }
+            if singleton_rule {
+                for (r, t) in singleton::violations(p, &self.aud.sup) {
+                    if singleton::relation_violation(p, &self.aud.sup, r).is_none() {
+                        continue; // fixed by an earlier addition this round
+                    }
+                    let pick = p
+                        .rel
+                        .members(r)
+                        .filter(|&m| !self.aud.sup[m as usize] && p.fix[m as usize] == Fix::Free)
+                        .min_by(|&a, &b| p.cost[a as usize].total_cmp(&p.cost[b as usize]).then(a.cmp(&b)));
+                    let Some(j) = pick else {
+                        return Err(SuppressError::Infeasible {
+                            cell: t,
+                            coord: Vec::new(),
+                            why: "singleton rule: no third cell can be suppressed in a relation \
+                                  where a single respondent could recover it"
+                                .into(),
+                        });
+                    };
+                    let req = p.sens_of.get(&(t as u32)).map_or(0.0, |&k| requirement(&p.sens[k as usize]));
+                    self.suppress(j as usize, req.min(p.capacity(j as usize)));
+                    added.push(j);
+                }
+            }
+            if added.is_empty() {
+                if fails.is_empty() {
+                    return Ok(());
+                }
+                return Err(SuppressError::Unprotected {
+                    method: super::Method::Fast,
+                    count: fails.len(),
+                    first: p.sens[fails[0].sens].cell as usize,
+                });
+            }
+            self.close(added);
+        }
+    }
+
+    /// Cleanup (step 3): drops method-chosen secondaries, most costly first (per cube using
+    /// them, after the cube assignment), while clean; at most `trials` drop trials (the
+    /// deterministic budget), the hard stop `deadline` ending it earlier (recorded there).
+    pub fn cleanup(
+        &mut self,
+        singleton_rule: bool,
+        trials: usize,
+        deadline: &Deadline,
+    ) -> Result<usize, SuppressError> {
+        let p = self.p;
+        let mut cands: Vec<usize> = (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free).collect();
+        // Most costly first; after the cube assignment, cost per cube using the cell: a cell in
+        // many cubes is rarely droppable and, when it is, every one of those cubes' targets
+        // needs a new certificate (measured: more trials and a cheaper pattern per second).
+        let key = |i: usize| p.cost[i] / (1.0 + self.cube_use.as_ref().map_or(0, |u| u[i]) as f64);
+        cands.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+        let mut dropped = 0;
+        let t0 = Instant::now();
+        self.aud.group_min = CLEANUP_GROUP_MIN;
+        self.aud.localize()?;
+        let lps0 = self.aud.lps;
+        let mut tried = 0;
+        for &s in cands.iter().take(trials) {
+            if deadline.reached() {
+                break;
+            }
+            crate::progress::solver_progress("cleanup", || {
+                format!(
+                    "{tried} of {} candidates tried, {dropped} dropped, cost {:.3} % of the table's cost",
+                    cands.len().min(trials),
+                    p.cost_percent(p.cost_of(&self.aud.sup))
+                )
+            });
+            tried += 1;
+            if self.try_drop(s, singleton_rule)? {
+                dropped += 1;
+            }
+        }
+        trace(format_args!(
+            "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit, \
+             {} by the audit, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), cost {:.0}",
+            t0.elapsed().as_secs_f64(),
+            cands.len(),
+            self.refused_cheaply,
+            self.refused_by_audit,
+            self.aud.lps - lps0,
+            self.trial_stats[0],
+            self.trial_stats[1],
+            p.cost_of(&self.aud.sup)
+        ));
+        Ok(dropped)
+    }
+
+    /// Un-suppresses `s` if the pattern stays clean; returns whether it did. Cheap necessary
+    /// conditions ([`Self::refuted`]) are tried before the audit; they can only refuse a drop,
+    /// so a kept drop is always one the audit certified.
+    pub fn try_drop(&mut self, s: usize, singleton_rule: bool) -> Result<bool, SuppressError> {
+        let lost = self.aud.remove(s);
+        let ok = if (singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
+            || self.refuted(s)
+        {
+            self.refused_cheaply += 1;
+            false
+        } else {
+            let lps0 = self.aud.lps;
+            let fails = self.aud.check()?;
+            let st = &mut self.trial_stats[usize::from(!fails.is_empty())];
+            st.0 += lost.len();
+            st.1 += self.aud.lps - lps0;
+            for f in &fails {
+                if let Some(cut) = &f.cut {
+                    self.pool_cut(cut);
+                }
+            }
+            self.refused_by_audit += usize::from(!fails.is_empty());
+            fails.is_empty()
+        };
+        if ok {
+            self.unsuppress_counts(s);
+        } else {
+            self.aud.restore(s, lost);
+        }
+        Ok(ok)
+    }
+
+    /// Keeps a capacity cut of a failed trial for [`Self::refuted`].
+    fn pool_cut(&mut self, cut: &Cut) {
+        if cut.coefs.len() > POOL_CUT_MAX {
+            return;
+        }
+        let id = self.pool.len() as u32;
+        for &(c, _) in &cut.coefs {
+            self.pool_of.entry(c).or_default().push(id);
+        }
+        self.pool.push(cut.clone());
+    }
+
+    /// Whether the pattern without `s` (already removed from `aud.sup`) is certainly unsafe:
+    /// a pooled capacity cut through `s` is violated (cuts are valid for every protecting
+    /// pattern), or a sensitive cell becomes computable exactly — publishing `s` leaves a
+    /// relation with a single suppressed cell, which is then known, and so on through the
+    /// relations of each newly known cell. Sound for refusing only (`false` = undecided).
+    fn refuted(&self, s: usize) -> bool {
+        let p = self.p;
+        let sup = &self.aud.sup;
+        if let Some(ids) = self.pool_of.get(&(s as u32)) {
+            if ids.iter().any(|&id| {
+                let cut = &self.pool[id as usize];
+                cut.lhs(sup) < cut.rhs - tolerance(cut.rhs)
+            }) {
+                return true;
+            }
+        }
+        let mut known: FastMap<u32, ()> = FastMap::default();
+        let mut todo: Vec<u32> = p.rel.of_cell(s).to_vec();
+        let mut steps = 0;
+        while let Some(r) = todo.pop() {
+            steps += 1;
+            if steps > PIN_STEPS {
+                return false;
+            }
+            let mut unknown = p.rel.members(r as usize).filter(|&m| sup[m as usize] && !known.contains_key(&m));
+            let (Some(m), None) = (unknown.next(), unknown.next()) else { continue };
+            if let Some(&k) = p.sens_of.get(&m) {
+                let t = &p.sens[k as usize];
+                if t.lpl > 0.0 || t.upl > 0.0 || t.spl > 0.0 {
+                    return true;
+                }
+            }
+            known.insert(m, ());
+            todo.extend(p.rel.of_cell(m as usize).iter().filter(|&&q| q != r));
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suppress::construct::complete;
+    use crate::suppress::tests::synthetic;
+    use crate::suppress::Construction;
+
+    /// The cheap refusals of a drop trial are sound: whenever [`Work::refuted`] refuses to
+    /// publish a secondary, the LP-only audit finds the pattern without it under-protected.
+    /// Also checks that the cleanup's final pattern passes the LP-only audit.
+    #[test]
+    fn refused_drops_are_really_unsafe() {
+        let (mut refused, mut kept) = (0, 0);
+        for seed in 0..3 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            w.aud.localize().unwrap();
+            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+            for &s in &secondaries {
+                let lost = w.aud.remove(s);
+                let cheap = w.refuted(s);
+                let sup = w.sup().to_vec();
+                w.aud.restore(s, lost);
+                if !cheap || refused >= 15 * (seed as usize + 1) {
+                    continue;
+                }
+                refused += 1;
+                let mut lp = Auditor::new(&p, sup);
+                lp.lp_only = true;
+                assert!(!lp.check().unwrap().is_empty(), "seed {seed}: refusing to publish {s} was wrong");
+            }
+            // Cleanup with the pool and the pinned-cell check, then an independent LP audit.
+            w.cleanup(false, 200, &far).unwrap();
+            let mut lp = Auditor::new(&p, w.sup().to_vec());
+            lp.lp_only = true;
+            assert!(lp.check().unwrap().is_empty(), "seed {seed}: cleanup left an unsafe pattern");
+            kept += w.refused_cheaply;
+        }
+        assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
+    }
+}
