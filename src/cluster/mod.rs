@@ -112,6 +112,9 @@ pub struct ExecutorOptions {
     pub concurrent_tasks: usize,
     /// Work (shuffle) directory.
     pub work_dir: Option<String>,
+    /// Memory for the operators of all running tasks together, in MiB; beyond it they spill
+    /// to `work_dir`. `None`: Ballista's default, 70 % of the machine's (or cgroup's) memory.
+    pub memory_limit_mb: Option<u64>,
     /// Fault injection for tests: sleep this long before each subtable (0 = off).
     pub test_solve_delay_ms: u64,
 }
@@ -160,6 +163,9 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
         // deadline (deploy/k8s: 6 h). A graceful stop removes everything.
         job_data_clean_up_interval_seconds: 600,
         job_data_ttl_seconds: 6 * 3600,
+        // Ballista gives each task a spilling pool of its share (limit / concurrent tasks),
+        // built on our runtime, so spill files go to the work directory.
+        memory_pool_size: o.memory_limit_mb.map(|mb| mb.max(1) * 1024 * 1024),
         override_function_registry: Some(Arc::new(registry)),
         override_runtime_producer: Some(runtime),
         ..Default::default()

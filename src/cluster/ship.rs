@@ -280,7 +280,21 @@ pub async fn run_partitions(
         .await
         .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
     let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
-    let result = async { ctx.sql(&sql).await?.collect().await }.await;
+    let attempts = if is_distributed(ctx) { QUERY_ATTEMPTS } else { 1 };
+    let mut attempt = 1;
+    let result = loop {
+        match async { ctx.sql(&sql).await?.collect().await }.await {
+            // A payload the function refused fails the same way everywhere: report it now.
+            Err(e) if attempt < attempts && !e.to_string().contains(func) => {
+                crate::progress::warn_installed(&format!(
+                    "solver query `{name}` failed on the cluster (attempt {attempt} of {attempts}), running it \
+                     again: {e}"
+                ));
+                attempt += 1;
+            }
+            r => break r,
+        }
+    };
     let _ = ctx.deregister_table(name);
     let batches = result.map_err(|e| Error::Engine(e.to_string()))?;
     let mut out: Vec<Option<String>> = vec![None; n];
@@ -303,6 +317,20 @@ pub async fn run_partitions(
         .enumerate()
         .map(|(i, o)| o.ok_or_else(|| Error::Internal(format!("solver partition {i} returned no result"))))
         .collect()
+}
+
+/// How often a solver query is submitted to a Ballista cluster before its error is final.
+///
+/// Ballista re-runs the tasks of an executor it declares lost, but a job whose last stage has
+/// finished is past that: when an executor holding one of its result partitions dies before
+/// the client has fetched it, the fetch fails and so does the query. Solver queries are pure
+/// functions of their partition files, and their results are merged by partition id, so
+/// submitting the query again gives the same bytes; only the time is lost.
+const QUERY_ATTEMPTS: usize = 3;
+
+/// Whether `ctx` runs its queries on Ballista (standalone or a remote scheduler).
+fn is_distributed(ctx: &SessionContext) -> bool {
+    ctx.state().config().options().extensions.get::<ballista_core::config::BallistaConfig>().is_some()
 }
 
 /// Microaggregates the strata of one data set through `ctx` (one stratum per partition row);
