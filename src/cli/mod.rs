@@ -149,6 +149,10 @@ pub enum Command {
         /// Fault injection for tests: sleep this many milliseconds before each subtable.
         #[arg(long, default_value_t = 0, hide = true)]
         test_solve_delay_ms: u64,
+        /// Fault injection for tests: sleep this many milliseconds in each batch through
+        /// `sdc_test_scan_delay`.
+        #[arg(long, default_value_t = 0, hide = true)]
+        test_scan_delay_ms: u64,
     },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
@@ -276,6 +280,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             work_dir,
             memory_limit_mb,
             test_solve_delay_ms,
+            test_scan_delay_ms,
         } => {
             let o = sdcflow::cluster::ExecutorOptions {
                 bind_host,
@@ -288,6 +293,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 work_dir,
                 memory_limit_mb,
                 test_solve_delay_ms,
+                test_scan_delay_ms,
             };
             Ok(sdcflow::cluster::run_executor(&o).await?)
         }

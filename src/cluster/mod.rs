@@ -48,7 +48,7 @@ pub fn register_functions(state: &mut SessionState) -> datafusion::common::Resul
     for f in TopN::all() {
         datafusion::execution::FunctionRegistry::register_udaf(state, f)?;
     }
-    for f in udf::PartitionUdf::all() {
+    for f in udf::scalar_functions() {
         datafusion::execution::FunctionRegistry::register_udf(state, f)?;
     }
     Ok(())
@@ -117,6 +117,9 @@ pub struct ExecutorOptions {
     pub memory_limit_mb: Option<u64>,
     /// Fault injection for tests: sleep this long before each subtable (0 = off).
     pub test_solve_delay_ms: u64,
+    /// Fault injection for tests: sleep this long in each batch through
+    /// `sdc_test_scan_delay` (0 = off).
+    pub test_scan_delay_ms: u64,
 }
 
 /// Runs a Ballista executor registered with the scheduler until the process is stopped.
@@ -145,6 +148,7 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     );
     udf::set_worker_identity(format!("executor {executor_id}"));
     udf::set_test_solve_delay_ms(o.test_solve_delay_ms);
+    udf::set_test_scan_delay_ms(o.test_scan_delay_ms);
     let config = ExecutorProcessConfig {
         executor_id,
         bind_host: o.bind_host.clone(),

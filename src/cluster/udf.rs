@@ -54,6 +54,62 @@ pub fn set_test_solve_delay_ms(ms: u64) {
     TEST_DELAY_MS.store(ms, Ordering::Relaxed);
 }
 
+static TEST_SCAN_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Fault injection for tests: every batch through [`TEST_SCAN_DELAY`] in this process first
+/// sleeps `ms` milliseconds, so a test can kill an executor inside a scan and aggregation task
+/// (tabulation), where no solver runs.
+pub fn set_test_scan_delay_ms(ms: u64) {
+    TEST_SCAN_DELAY_MS.store(ms, Ordering::Relaxed);
+}
+
+/// SQL name of the identity function a fault test puts into its view, so that the scan tasks
+/// of an executor started with the hidden `--test-scan-delay-ms` take long enough to be
+/// killed inside. Everywhere else it returns its argument at once.
+pub const TEST_SCAN_DELAY: &str = "sdc_test_scan_delay";
+
+/// `sdc_test_scan_delay(x)` = `x` (see [`TEST_SCAN_DELAY`]).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ScanDelayUdf {
+    signature: Signature,
+}
+
+impl ScanDelayUdf {
+    /// The function, ready to register.
+    pub fn udf() -> Arc<ScalarUDF> {
+        // Volatile: evaluated where the rows are scanned, never folded away.
+        Arc::new(ScalarUDF::from(Self { signature: Signature::any(1, Volatility::Volatile) }))
+    }
+}
+
+impl ScalarUDFImpl for ScanDelayUdf {
+    fn name(&self) -> &str {
+        TEST_SCAN_DELAY
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let delay = TEST_SCAN_DELAY_MS.load(Ordering::Relaxed);
+        if delay > 0 {
+            eprintln!("sdcflow {}: test delay in a scan", worker_identity());
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+        Ok(args.args.swap_remove(0))
+    }
+}
+
+/// Every scalar function sdcflow registers: the solver-partition functions and
+/// [`TEST_SCAN_DELAY`].
+pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    let mut all = PartitionUdf::all();
+    all.push(ScanDelayUdf::udf());
+    all
+}
+
 /// What a partition function solves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PartitionKind {
