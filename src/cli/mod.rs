@@ -153,6 +153,9 @@ pub enum Command {
         /// `sdc_test_scan_delay`.
         #[arg(long, default_value_t = 0, hide = true)]
         test_scan_delay_ms: u64,
+        /// Fault injection for tests: lie in every whole-table result (secondaries published).
+        #[arg(long, hide = true)]
+        test_tamper_results: bool,
     },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
@@ -281,6 +284,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             memory_limit_mb,
             test_solve_delay_ms,
             test_scan_delay_ms,
+            test_tamper_results,
         } => {
             let o = sdcflow::cluster::ExecutorOptions {
                 bind_host,
@@ -294,6 +298,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 memory_limit_mb,
                 test_solve_delay_ms,
                 test_scan_delay_ms,
+                test_tamper_results,
             };
             Ok(sdcflow::cluster::run_executor(&o).await?)
         }

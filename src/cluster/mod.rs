@@ -120,6 +120,8 @@ pub struct ExecutorOptions {
     /// Fault injection for tests: sleep this long in each batch through
     /// `sdc_test_scan_delay` (0 = off).
     pub test_scan_delay_ms: u64,
+    /// Fault injection for tests: publish the secondaries of every whole-table result again.
+    pub test_tamper_results: bool,
 }
 
 /// Runs a Ballista executor registered with the scheduler until the process is stopped.
@@ -149,6 +151,7 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     udf::set_worker_identity(format!("executor {executor_id}"));
     udf::set_test_solve_delay_ms(o.test_solve_delay_ms);
     udf::set_test_scan_delay_ms(o.test_scan_delay_ms);
+    udf::set_test_tamper_results(o.test_tamper_results);
     let config = ExecutorProcessConfig {
         executor_id,
         bind_host: o.bind_host.clone(),

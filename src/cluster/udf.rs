@@ -55,6 +55,14 @@ pub fn set_test_solve_delay_ms(ms: u64) {
 }
 
 static TEST_SCAN_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+static TEST_TAMPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Fault injection for tests: this process lies in every whole-table result — each secondary
+/// of the first table published again, the audit figures left as they were — so a test can
+/// prove that the client refuses an executor's word and publishes nothing.
+pub fn set_test_tamper_results(on: bool) {
+    TEST_TAMPER.store(on, Ordering::Relaxed);
+}
 
 /// Fault injection for tests: every batch through [`TEST_SCAN_DELAY`] in this process first
 /// sleeps `ms` milliseconds, so a test can kill an executor inside a scan and aggregation task
@@ -255,7 +263,15 @@ impl PartitionTask for TablePartition {
     type Task = TableTask;
     type Outcome = std::result::Result<TableOutcome, SuppressError>;
     fn solve(task: &Self::Task) -> Self::Outcome {
-        solve_table_task(task)
+        let mut outcome = solve_table_task(task);
+        if let (true, Ok(o)) = (TEST_TAMPER.load(Ordering::Relaxed), &mut outcome) {
+            for s in o.statuses.iter_mut().take(1).flatten() {
+                if *s == crate::table::CellStatus::Secondary {
+                    *s = crate::table::CellStatus::Safe;
+                }
+            }
+        }
+        outcome
     }
     fn started(task: &Self::Task) -> String {
         let cells: usize = task.tables.iter().map(|t| t.cells().len()).sum();

@@ -327,6 +327,54 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
     );
 }
 
+/// Issue 12: the client does not take an executor's word. An executor that returns a
+/// whole-table pattern with its secondaries published again, still claiming a clean audit,
+/// makes the run fail (exit 1) naming it, and nothing is published.
+#[test]
+fn a_tampering_executor_publishes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1200,
+        seed: 9,
+        rows_per_part: 400,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    std::fs::write(
+        dir.join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+    )
+    .unwrap();
+    write_job(dir, &job(&data));
+    let limit = Duration::from_secs(120);
+    // The honest pattern has secondaries, so publishing them again exposes some primary.
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("local/report.json")).unwrap()).unwrap();
+    assert!(r["tables"][0]["secondaries"].as_u64().unwrap() > 0, "no secondaries to tamper with: {r}");
+
+    let mut procs = Procs::default();
+    let sport = free_port();
+    let sched = ["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string()].map(String::from);
+    procs.spawn("scheduler", &sched, &dir.join("scheduler.log"));
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let mut exec = executor_args(sport, &dir.join("work"), 1);
+    exec.push("--test-tamper-results".into());
+    procs.spawn("exec", &exec, &dir.join("exec.log"));
+    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    let cluster = format!("df://127.0.0.1:{sport}");
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "tampered"], limit);
+    assert_eq!(code, 1, "a tampered result was accepted:\n{err}");
+    assert!(
+        err.contains("refused the result of executor") && err.contains("nothing is published"),
+        "the refusal does not name the executor: {err}"
+    );
+    assert!(!dir.join("tampered").exists(), "a refused run left an output directory");
+}
+
 /// Scheduler and executors read `s3://` inputs and the solver scratch from a loopback S3 API
 /// (moto) with credentials from the environment only; the scratch prefix is removed afterwards
 /// and the published objects match a local run.
