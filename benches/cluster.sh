@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# Distribution benchmark: the same job in local mode, Ballista standalone, and a loopback
-# cluster of 1 and 2 executors; wall time, client CPU and peak RSS per mode, outputs compared
-# byte for byte with local mode.
+# Distribution benchmark: the same job in local mode, Ballista standalone, and loopback clusters
+# of 1, 2 and 4 executors; wall time, client CPU and peak RSS per mode, each executor's peak RSS
+# and shuffle bytes, outputs compared byte for byte with local mode.
 # Usage: benches/cluster.sh JOB.toml WORK_DIR        (SDCFLOW = binary, default bench-release)
-#        MODES="local standalone one two" (default all), TASKS = concurrent tasks per executor (2)
-# The job's output dir is overridden with --out WORK_DIR/<mode>.
+#   MODES="local standalone one two four" (default "local one two four")
+#   TASKS = concurrent tasks per executor (default 1), EXEC_MEM_MB = each executor's
+#   --memory-limit-mb (default 1024), EXEC_THREADS = RAYON_NUM_THREADS of each executor (default
+#   TASKS), so that N executors are N single-thread workers whatever the machine.
+# Every cluster mode starts its own scheduler and executors (peak RSS and work directories are
+# per mode) and stops them afterwards. The job's output dir is overridden with --out WORK_DIR/<mode>.
 set -euo pipefail
 JOB=$(realpath "$1")
 WORK=$(realpath -m "$2")
 BIN=${SDCFLOW:-${CARGO_TARGET_DIR:-$HOME/.cache/sdcflow-target}/bench-release/sdcflow}
-MODES=${MODES:-local standalone one two}
-TASKS=${TASKS:-2}
+MODES=${MODES:-local one two four}
+TASKS=${TASKS:-1}
+EXEC_MEM_MB=${EXEC_MEM_MB:-1024}
+EXEC_THREADS=${EXEC_THREADS:-$TASKS}
 mkdir -p "$WORK"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+stop_all() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done; PIDS=(); }
+trap stop_all EXIT
 
 run_mode() { # mode, extra args...
   local mode=$1; shift
   rm -rf "${WORK:?}/$mode"
   /usr/bin/time -f "%e %U %S %M" -o "$WORK/$mode.time" "$BIN" -q run "$JOB" --out "$WORK/$mode" "$@" \
-    2> "$WORK/$mode.log"
+    2> "$WORK/$mode.log" || { echo "$mode: run failed (exit $?):"; tail -5 "$WORK/$mode.log"; return 0; }
   read -r wall user sys rss < "$WORK/$mode.time"
   local same="reference"
   if [ "$mode" != local ] && [ -d "$WORK/local" ]; then
@@ -37,10 +43,12 @@ run_mode() { # mode, extra args...
 start_executor() { # name
   local p g
   p=$(free_port); g=$(free_port)
-  mkdir -p "$WORK/$1-work"
-  "$BIN" executor --bind-host 127.0.0.1 --port "$p" --grpc-port "$g" --scheduler-host 127.0.0.1 \
-    --scheduler-port "$SPORT" --concurrent-tasks "$TASKS" --work-dir "$WORK/$1-work" > "$WORK/$1.log" 2>&1 &
+  rm -rf "${WORK:?}/$1-work"; mkdir -p "$WORK/$1-work"
+  RAYON_NUM_THREADS=$EXEC_THREADS "$BIN" executor --bind-host 127.0.0.1 --port "$p" --grpc-port "$g" \
+    --scheduler-host 127.0.0.1 --scheduler-port "$SPORT" --concurrent-tasks "$TASKS" \
+    --memory-limit-mb "$EXEC_MEM_MB" --work-dir "$WORK/$1-work" > "$WORK/$1.log" 2>&1 &
   PIDS+=($!)
+  EXEC_PIDS+=($!)
 }
 
 executors() { curl -s "http://127.0.0.1:$SPORT/api/executors" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null || echo 0; }
@@ -49,26 +57,27 @@ for mode in $MODES; do
   case $mode in
     local) run_mode local ;;
     standalone) run_mode standalone --standalone ;;
-    one|two)
-      if [ -z "${SPORT:-}" ]; then
-        SPORT=$(free_port)
-        "$BIN" scheduler --bind-host 127.0.0.1 --port "$SPORT" > "$WORK/scheduler.log" 2>&1 &
-        PIDS+=($!)
-        sleep 2
-      fi
-      want=1; [ "$mode" = two ] && want=2
-      while [ "${STARTED:-0}" -lt "$want" ]; do
-        STARTED=$(( ${STARTED:-0} + 1 ))
-        start_executor "exec-$STARTED"
-      done
+    one|two|four)
+      case $mode in one) want=1 ;; two) want=2 ;; four) want=4 ;; esac
+      SPORT=$(free_port)
+      "$BIN" scheduler --bind-host 127.0.0.1 --port "$SPORT" > "$WORK/scheduler-$mode.log" 2>&1 &
+      PIDS+=($!)
+      EXEC_PIDS=()
+      sleep 2
+      for e in $(seq 1 "$want"); do start_executor "$mode-exec-$e"; done
       for _ in $(seq 1 120); do [ "$(executors)" -ge "$want" ] && break; sleep 0.5; done
       [ "$(executors)" -ge "$want" ] || { echo "executors did not register" >&2; exit 1; }
       run_mode "$mode" --cluster "df://127.0.0.1:$SPORT"
-      # Shuffle files and solver logs: what each executor did in this run.
-      for e in $(seq 1 "$STARTED"); do
-        printf '  exec-%s: work dir %s, solver tasks so far: %s\n' "$e" "$(du -sh "$WORK/exec-$e-work" | cut -f1)" \
-          "$(grep -c 'protecting\|solving a subtable\|stratum of' "$WORK/exec-$e.log" || true)"
+      # Peak RSS (VmHWM) and shuffle/spill bytes left in the work directory (Ballista removes a
+      # job's files some time after it ends, so this is a lower bound), solver tasks per executor.
+      for e in $(seq 1 "$want"); do
+        pid=${EXEC_PIDS[$((e - 1))]}
+        hwm=$(awk '/VmHWM/ {printf "%.2f", $2 / 1048576}' "/proc/$pid/status" 2>/dev/null || echo "?")
+        printf '  %s-exec-%s: peak RSS %s GB, work dir %s, solver tasks: %s\n' "$mode" "$e" "$hwm" \
+          "$(du -sh "$WORK/$mode-exec-$e-work" | cut -f1)" \
+          "$(grep -c 'protecting\|solving a subtable\|stratum of' "$WORK/$mode-exec-$e.log" || true)"
       done
+      stop_all
       ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac

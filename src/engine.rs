@@ -62,7 +62,7 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     for f in TopN::all() {
         ctx.register_udaf(f.as_ref().clone());
     }
-    for f in crate::cluster::udf::PartitionUdf::all() {
+    for f in crate::cluster::udf::scalar_functions() {
         ctx.register_udf(f.as_ref().clone());
     }
     Ok(ctx)

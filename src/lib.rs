@@ -74,8 +74,9 @@
 //! - **A storage backend:** a URL scheme in [`store::s3_store`] (the store of a location) and
 //!   in [`store::EnvObjectStoreRegistry`] (opened on demand by cluster processes); inputs,
 //!   outputs ([`publish::staging`]) and solver scratch use the `ObjectStore` API only.
-//! - **A kind of solver work for the cluster:** a [`cluster::udf::PartitionTask`] (decode,
-//!   pure solve, encode) and its payload format in [`cluster::wire`].
+//! - **A kind of solver work for the cluster:** a [`cluster::udf::PartitionTask`] (pure solve
+//!   and log lines) and a [`cluster::wire::Wire`] impl for its task and for its
+//!   [`cluster::wire::Solved`] outcome (the JSON forms; versioning and errors are shared).
 //! - **An aggregate function** for tabulation (see [`tabulate::topn`]) is registered in every
 //!   session by [`engine::session`] and [`cluster::register_functions`], so Ballista executors
 //!   built from that state can run plans that contain it.

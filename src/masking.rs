@@ -26,6 +26,10 @@ use crate::progress::Progress;
 /// order, as one batch.
 async fn read_in_order(job: &Job, source: Option<&str>) -> Result<(RecordBatch, String)> {
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+    // The job's views may call sdcflow's functions, as in the engine's session.
+    for f in crate::cluster::udf::scalar_functions() {
+        ctx.register_udf(f.as_ref().clone());
+    }
     crate::engine::register_microdata(&ctx, &job.microdata, job.csv_delimiter).await?;
     let last = crate::engine::run_preludes(&ctx, &job.sql).await?;
     let source = source.map(str::to_string).or(last).unwrap_or_else(|| "microdata".into());

@@ -147,6 +147,15 @@ pub fn solver_progress(phase: &str, what: impl FnOnce() -> String) {
     p.line(&format!("{phase}: {}", what()));
 }
 
+/// Prints a warning through the installed reporter (e.g. a cluster query run again after an
+/// executor was lost), so that code below the stages can tell the user without a reporter of
+/// its own. Silent unless a reporter is installed.
+pub fn warn_installed(msg: &str) {
+    if let Some(p) = SOLVER_REPORTER.get() {
+        p.warn(msg);
+    }
+}
+
 /// One running stage.
 #[derive(Debug)]
 pub struct Stage {

@@ -142,9 +142,20 @@ pub enum Command {
         /// Work directory for shuffle files (default: a temporary directory).
         #[arg(long)]
         work_dir: Option<String>,
+        /// Memory for all running tasks together, in MiB; operators spill to the work
+        /// directory beyond it (default: 70 % of the machine's or container's memory).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        memory_limit_mb: Option<u64>,
         /// Fault injection for tests: sleep this many milliseconds before each subtable.
         #[arg(long, default_value_t = 0, hide = true)]
         test_solve_delay_ms: u64,
+        /// Fault injection for tests: sleep this many milliseconds in each batch through
+        /// `sdc_test_scan_delay`.
+        #[arg(long, default_value_t = 0, hide = true)]
+        test_scan_delay_ms: u64,
+        /// Fault injection for tests: lie in every whole-table result (secondaries published).
+        #[arg(long, hide = true)]
+        test_tamper_results: bool,
     },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
@@ -270,7 +281,10 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             scheduler_port,
             concurrent_tasks,
             work_dir,
+            memory_limit_mb,
             test_solve_delay_ms,
+            test_scan_delay_ms,
+            test_tamper_results,
         } => {
             let o = sdcflow::cluster::ExecutorOptions {
                 bind_host,
@@ -281,7 +295,10 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 concurrent_tasks: concurrent_tasks
                     .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
                 work_dir,
+                memory_limit_mb,
                 test_solve_delay_ms,
+                test_scan_delay_ms,
+                test_tamper_results,
             };
             Ok(sdcflow::cluster::run_executor(&o).await?)
         }

@@ -48,7 +48,7 @@ pub fn register_functions(state: &mut SessionState) -> datafusion::common::Resul
     for f in TopN::all() {
         datafusion::execution::FunctionRegistry::register_udaf(state, f)?;
     }
-    for f in udf::PartitionUdf::all() {
+    for f in udf::scalar_functions() {
         datafusion::execution::FunctionRegistry::register_udf(state, f)?;
     }
     Ok(())
@@ -112,8 +112,16 @@ pub struct ExecutorOptions {
     pub concurrent_tasks: usize,
     /// Work (shuffle) directory.
     pub work_dir: Option<String>,
+    /// Memory for the operators of all running tasks together, in MiB; beyond it they spill
+    /// to `work_dir`. `None`: Ballista's default, 70 % of the machine's (or cgroup's) memory.
+    pub memory_limit_mb: Option<u64>,
     /// Fault injection for tests: sleep this long before each subtable (0 = off).
     pub test_solve_delay_ms: u64,
+    /// Fault injection for tests: sleep this long in each batch through
+    /// `sdc_test_scan_delay` (0 = off).
+    pub test_scan_delay_ms: u64,
+    /// Fault injection for tests: publish the secondaries of every whole-table result again.
+    pub test_tamper_results: bool,
 }
 
 /// Runs a Ballista executor registered with the scheduler until the process is stopped.
@@ -142,6 +150,8 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     );
     udf::set_worker_identity(format!("executor {executor_id}"));
     udf::set_test_solve_delay_ms(o.test_solve_delay_ms);
+    udf::set_test_scan_delay_ms(o.test_scan_delay_ms);
+    udf::set_test_tamper_results(o.test_tamper_results);
     let config = ExecutorProcessConfig {
         executor_id,
         bind_host: o.bind_host.clone(),
@@ -160,6 +170,9 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
         // deadline (deploy/k8s: 6 h). A graceful stop removes everything.
         job_data_clean_up_interval_seconds: 600,
         job_data_ttl_seconds: 6 * 3600,
+        // Ballista gives each task a spilling pool of its share (limit / concurrent tasks),
+        // built on our runtime, so spill files go to the work directory.
+        memory_pool_size: o.memory_limit_mb.map(|mb| mb.max(1) * 1024 * 1024),
         override_function_registry: Some(Arc::new(registry)),
         override_runtime_producer: Some(runtime),
         ..Default::default()

@@ -22,7 +22,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio::runtime::Handle;
 
 use super::udf::{ANONYMISE_NOMINAL, MICROAGGREGATE_STRATUM, PROTECT_TABLE, SOLVE_SUBTABLE};
-use super::wire;
+use super::wire::{self, Solved, Wire};
 use crate::error::{Error, Result};
 use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
@@ -231,21 +231,30 @@ impl SqlSubtableSolver {
     async fn solve(&self, tasks: &[SubtableTask]) -> Result<Vec<Result<SubtableOutcome, (String, String)>>> {
         let level = self.levels.fetch_add(1, Ordering::Relaxed);
         let name = format!("__sdc_{}_solve_{level}", self.table);
-        let payloads: Vec<String> = tasks.iter().map(wire::encode_task).collect();
+        let payloads = tasks.iter().map(|t| wire::encode(t).map_err(Error::Internal)).collect::<Result<Vec<_>>>()?;
         let results = run_partitions(&self.ctx, &self.scratch, &name, SOLVE_SUBTABLE, payloads, self.files)
             .await
             .map_err(|e| Error::Engine(format!("solving the subtables of table `{}`: {e}", self.table)))?;
-        results.iter().map(|r| wire::decode_outcome(r).map_err(Error::Internal)).collect()
+        results
+            .iter()
+            .map(|r| {
+                let s: Solved<std::result::Result<SubtableOutcome, String>> =
+                    wire::decode(r).map_err(Error::Internal)?;
+                Ok(s.outcome.map_err(|e| (s.worker, e)))
+            })
+            .collect()
     }
 
     async fn protect(&self, task: &TableTask) -> Result<std::result::Result<TableOutcome, SuppressError>> {
         let n = self.tables.fetch_add(1, Ordering::Relaxed);
         let name = format!("__sdc_{}_protect_{n}", self.table);
-        let payload = wire::encode_table_task(task);
+        let payload = wire::encode(task).map_err(Error::Internal)?;
         let results = run_partitions(&self.ctx, &self.scratch, &name, PROTECT_TABLE, vec![payload], 1)
             .await
             .map_err(|e| Error::Engine(format!("protecting table `{}`: {e}", self.table)))?;
-        wire::decode_table_outcome(&results[0]).map_err(Error::Internal)
+        let s: Solved<std::result::Result<TableOutcome, SuppressError>> =
+            wire::decode(&results[0]).map_err(Error::Internal)?;
+        Ok(s.outcome)
     }
 }
 
@@ -280,7 +289,21 @@ pub async fn run_partitions(
         .await
         .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
     let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
-    let result = async { ctx.sql(&sql).await?.collect().await }.await;
+    let attempts = if is_distributed(ctx) { QUERY_ATTEMPTS } else { 1 };
+    let mut attempt = 1;
+    let result = loop {
+        match async { ctx.sql(&sql).await?.collect().await }.await {
+            // A payload the function refused fails the same way everywhere: report it now.
+            Err(e) if attempt < attempts && !e.to_string().contains(func) => {
+                crate::progress::warn_installed(&format!(
+                    "solver query `{name}` failed on the cluster (attempt {attempt} of {attempts}), running it \
+                     again: {e}"
+                ));
+                attempt += 1;
+            }
+            r => break r,
+        }
+    };
     let _ = ctx.deregister_table(name);
     let batches = result.map_err(|e| Error::Engine(e.to_string()))?;
     let mut out: Vec<Option<String>> = vec![None; n];
@@ -305,6 +328,20 @@ pub async fn run_partitions(
         .collect()
 }
 
+/// How often a solver query is submitted to a Ballista cluster before its error is final.
+///
+/// Ballista re-runs the tasks of an executor it declares lost, but a job whose last stage has
+/// finished is past that: when an executor holding one of its result partitions dies before
+/// the client has fetched it, the fetch fails and so does the query. Solver queries are pure
+/// functions of their partition files, and their results are merged by partition id, so
+/// submitting the query again gives the same bytes; only the time is lost.
+const QUERY_ATTEMPTS: usize = 3;
+
+/// Whether `ctx` runs its queries on Ballista (standalone or a remote scheduler).
+fn is_distributed(ctx: &SessionContext) -> bool {
+    ctx.state().config().options().extensions.get::<ballista_core::config::BallistaConfig>().is_some()
+}
+
 /// Microaggregates the strata of one data set through `ctx` (one stratum per partition row);
 /// returns the outcomes in task order and the number of strata each worker solved.
 pub async fn solve_strata(
@@ -316,7 +353,7 @@ pub async fn solve_strata(
 ) -> Result<(Vec<StratumOutcome>, BTreeMap<String, usize>)> {
     let payloads = tasks
         .iter()
-        .map(|t| wire::encode_stratum(t).map_err(|e| Error::Internal(format!("microaggregation `{name}`: {e}"))))
+        .map(|t| wire::encode(t).map_err(|e| Error::Internal(format!("microaggregation `{name}`: {e}"))))
         .collect::<Result<Vec<_>>>()?;
     let results = run_partitions(
         ctx,
@@ -328,21 +365,21 @@ pub async fn solve_strata(
     )
     .await
     .map_err(|e| Error::Engine(format!("microaggregation `{name}`: solving the strata: {e}")))?;
-    by_worker(&results, wire::decode_stratum_outcome)
+    by_worker(&results)
 }
 
-/// Decodes partition results that name their worker; the outcomes in order and how many
-/// partitions each worker solved.
-fn by_worker<T>(
-    results: &[String],
-    decode: impl Fn(&str) -> std::result::Result<(T, String), String>,
-) -> Result<(Vec<T>, BTreeMap<String, usize>)> {
+/// Decodes partition results; the outcomes in order and how many partitions each worker
+/// solved.
+fn by_worker<T>(results: &[String]) -> Result<(Vec<T>, BTreeMap<String, usize>)>
+where
+    Solved<T>: Wire,
+{
     let mut per_worker = BTreeMap::new();
     let mut out = Vec::with_capacity(results.len());
     for r in results {
-        let (o, worker) = decode(r).map_err(Error::Internal)?;
-        *per_worker.entry(worker).or_default() += 1;
-        out.push(o);
+        let s: Solved<T> = wire::decode(r).map_err(Error::Internal)?;
+        *per_worker.entry(s.worker).or_default() += 1;
+        out.push(s.outcome);
     }
     Ok((out, per_worker))
 }
@@ -357,12 +394,15 @@ pub async fn anonymise_nominal_strata(
     tasks: &[NominalStratumTask],
     files: usize,
 ) -> Result<(Vec<std::result::Result<NominalStratumOutcome, String>>, BTreeMap<String, usize>)> {
-    let payloads = tasks.iter().map(wire::encode_nominal).collect();
+    let payloads = tasks
+        .iter()
+        .map(|t| wire::encode(t).map_err(|e| Error::Internal(format!("microaggregation `{name}`: {e}"))))
+        .collect::<Result<Vec<_>>>()?;
     let results =
         run_partitions(ctx, scratch, &format!("__sdc_{}_nominal", safe_name(name)), ANONYMISE_NOMINAL, payloads, files)
             .await
             .map_err(|e| Error::Engine(format!("microaggregation `{name}`: anonymising the strata: {e}")))?;
-    by_worker(&results, wire::decode_nominal_outcome)
+    by_worker(&results)
 }
 
 /// `name` with every character SQL identifiers and file names dislike replaced by `_`.

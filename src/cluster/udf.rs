@@ -18,7 +18,7 @@ use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use rayon::prelude::*;
 
-use super::wire;
+use super::wire::{self, Solved, Wire};
 use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
 use crate::suppress::{
@@ -52,6 +52,70 @@ pub fn worker_identity() -> String {
 /// milliseconds, so a test can kill an executor while it is surely inside a task.
 pub fn set_test_solve_delay_ms(ms: u64) {
     TEST_DELAY_MS.store(ms, Ordering::Relaxed);
+}
+
+static TEST_SCAN_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+static TEST_TAMPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Fault injection for tests: this process lies in every whole-table result — each secondary
+/// of the first table published again, the audit figures left as they were — so a test can
+/// prove that the client refuses an executor's word and publishes nothing.
+pub fn set_test_tamper_results(on: bool) {
+    TEST_TAMPER.store(on, Ordering::Relaxed);
+}
+
+/// Fault injection for tests: every batch through [`TEST_SCAN_DELAY`] in this process first
+/// sleeps `ms` milliseconds, so a test can kill an executor inside a scan and aggregation task
+/// (tabulation), where no solver runs.
+pub fn set_test_scan_delay_ms(ms: u64) {
+    TEST_SCAN_DELAY_MS.store(ms, Ordering::Relaxed);
+}
+
+/// SQL name of the identity function a fault test puts into its view, so that the scan tasks
+/// of an executor started with the hidden `--test-scan-delay-ms` take long enough to be
+/// killed inside. Everywhere else it returns its argument at once.
+pub const TEST_SCAN_DELAY: &str = "sdc_test_scan_delay";
+
+/// `sdc_test_scan_delay(x)` = `x` (see [`TEST_SCAN_DELAY`]).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ScanDelayUdf {
+    signature: Signature,
+}
+
+impl ScanDelayUdf {
+    /// The function, ready to register.
+    pub fn udf() -> Arc<ScalarUDF> {
+        // Volatile: evaluated where the rows are scanned, never folded away.
+        Arc::new(ScalarUDF::from(Self { signature: Signature::any(1, Volatility::Volatile) }))
+    }
+}
+
+impl ScalarUDFImpl for ScanDelayUdf {
+    fn name(&self) -> &str {
+        TEST_SCAN_DELAY
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let delay = TEST_SCAN_DELAY_MS.load(Ordering::Relaxed);
+        if delay > 0 {
+            eprintln!("sdcflow {}: test delay in a scan", worker_identity());
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+        Ok(args.args.swap_remove(0))
+    }
+}
+
+/// Every scalar function sdcflow registers: the solver-partition functions and
+/// [`TEST_SCAN_DELAY`].
+pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    let mut all = PartitionUdf::all();
+    all.push(ScanDelayUdf::udf());
+    all
 }
 
 /// What a partition function solves.
@@ -93,21 +157,18 @@ impl PartitionUdf {
 /// One kind of solver partition: how a payload row becomes a problem, is solved and goes back
 /// as a result row. The contract: [`Self::solve`] is pure (it depends only on the task, so a
 /// partition retried on another executor gives the same bytes) and reports solver errors in
-/// its outcome; only [`Self::decode`] may fail, on a broken payload (a bug or a version
-/// mismatch), which fails the task. [`row`] is the one handler every kind goes through.
+/// its outcome; only decoding may fail, on a broken payload (a bug or a version mismatch),
+/// which fails the task. Payloads and results travel as [`Wire`] values; [`row`] is the one
+/// handler every kind goes through.
 pub trait PartitionTask {
     /// SQL name of the function.
     const NAME: &'static str;
     /// The decoded problem.
-    type Task;
-    /// What solving it gives, solver errors included.
+    type Task: Wire;
+    /// What solving it gives, solver errors included (travels as [`Solved`]).
     type Outcome;
-    /// Parses a payload ([`super::wire`]).
-    fn decode(payload: &str) -> std::result::Result<Self::Task, String>;
     /// Solves the problem (pure).
     fn solve(task: &Self::Task) -> Self::Outcome;
-    /// Serialises the outcome with the identity of the process that solved it.
-    fn encode(outcome: &Self::Outcome, worker: &str) -> String;
     /// The executor's log line before solving.
     fn started(task: &Self::Task) -> String;
     /// The executor's log line after solving (`seconds` of wall time).
@@ -115,8 +176,11 @@ pub trait PartitionTask {
 }
 
 /// Solves one payload row of kind `P`: the result row (solver errors are encoded in it).
-pub fn row<P: PartitionTask>(payload: &str) -> std::result::Result<String, String> {
-    let task = P::decode(payload)?;
+pub fn row<P: PartitionTask>(payload: &str) -> std::result::Result<String, String>
+where
+    Solved<P::Outcome>: Wire,
+{
+    let task: P::Task = wire::decode(payload)?;
     let worker = worker_identity();
     let in_executor = WORKER.get().is_some();
     if in_executor {
@@ -131,7 +195,7 @@ pub fn row<P: PartitionTask>(payload: &str) -> std::result::Result<String, Strin
     if in_executor {
         eprintln!("sdcflow {worker}: {}", P::finished(&task, &outcome, t0.elapsed().as_secs_f64()));
     }
-    Ok(P::encode(&outcome, &worker))
+    wire::encode(&Solved { outcome, worker })
 }
 
 /// A modular subtable (`sdc_solve_subtable`).
@@ -141,14 +205,8 @@ impl PartitionTask for SubtablePartition {
     const NAME: &'static str = SOLVE_SUBTABLE;
     type Task = SubtableTask;
     type Outcome = std::result::Result<SubtableOutcome, String>;
-    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
-        wire::decode_task(payload)
-    }
     fn solve(task: &Self::Task) -> Self::Outcome {
         solve_task(task).map_err(|e| e.to_string())
-    }
-    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
-        wire::encode_outcome(outcome, worker)
     }
     fn started(task: &Self::Task) -> String {
         format!("solving a subtable of {} cells", task.local.cells().len())
@@ -168,14 +226,8 @@ impl PartitionTask for StratumPartition {
     const NAME: &'static str = MICROAGGREGATE_STRATUM;
     type Task = StratumTask;
     type Outcome = StratumOutcome;
-    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
-        wire::decode_stratum(payload)
-    }
     fn solve(task: &Self::Task) -> Self::Outcome {
         crate::microagg::solve_stratum(task)
-    }
-    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
-        wire::encode_stratum_outcome(outcome, worker)
     }
     fn started(task: &Self::Task) -> String {
         format!("microaggregating a stratum of {} records", task.points.len() / task.cols)
@@ -192,14 +244,8 @@ impl PartitionTask for NominalPartition {
     const NAME: &'static str = ANONYMISE_NOMINAL;
     type Task = NominalStratumTask;
     type Outcome = std::result::Result<NominalStratumOutcome, String>;
-    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
-        wire::decode_nominal(payload)
-    }
     fn solve(task: &Self::Task) -> Self::Outcome {
         anonymise_stratum(task)
-    }
-    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
-        wire::encode_nominal_outcome(outcome, worker)
     }
     fn started(task: &Self::Task) -> String {
         format!("anonymising a nominal stratum of {} records", task.codes.len() / task.cols.max(1))
@@ -216,14 +262,16 @@ impl PartitionTask for TablePartition {
     const NAME: &'static str = PROTECT_TABLE;
     type Task = TableTask;
     type Outcome = std::result::Result<TableOutcome, SuppressError>;
-    fn decode(payload: &str) -> std::result::Result<Self::Task, String> {
-        wire::decode_table_task(payload)
-    }
     fn solve(task: &Self::Task) -> Self::Outcome {
-        solve_table_task(task)
-    }
-    fn encode(outcome: &Self::Outcome, worker: &str) -> String {
-        wire::encode_table_outcome(outcome, worker)
+        let mut outcome = solve_table_task(task);
+        if let (true, Ok(o)) = (TEST_TAMPER.load(Ordering::Relaxed), &mut outcome) {
+            for s in o.statuses.iter_mut().take(1).flatten() {
+                if *s == crate::table::CellStatus::Secondary {
+                    *s = crate::table::CellStatus::Safe;
+                }
+            }
+        }
+        outcome
     }
     fn started(task: &Self::Task) -> String {
         let cells: usize = task.tables.iter().map(|t| t.cells().len()).sum();

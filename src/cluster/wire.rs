@@ -1,12 +1,19 @@
-//! The wire format of solver partitions: one subtable problem per row, as JSON text.
+//! The wire format of solver partitions: one problem per payload row and one solution per
+//! result row, as JSON text.
 //!
 //! Why JSON and not a binary codec: the payload is small next to the solve (a 1-level subtable
 //! has tens to thousands of cells), it needs no new dependency, and a failing partition can be
 //! read by a person. Every `f64` travels as its IEEE bit pattern (`u64`): JSON has no infinity
 //! (attacker bounds are often `+inf`) and decimal round trips are not guaranteed bit-exact,
-//! while the outputs must be byte-identical on every executor. Payloads carry the sdcflow
-//! version; an executor built from another version refuses them (clear error, no silent drift).
+//! while the outputs must be byte-identical on every executor. Every payload and result carries
+//! the sdcflow version; a process built from another version refuses it (clear error, no
+//! silent drift).
+//!
+//! One mechanism serves every kind: a type that travels implements [`Wire`] (its JSON form and
+//! the conversions to and from it), and [`encode`] / [`decode`] add the version stamp, its
+//! check and the error messages. Results travel as [`Solved`]: the outcome and who computed it.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
@@ -19,6 +26,80 @@ use crate::table::{Cell, CellStatus, Dimension, Table};
 
 /// sdcflow version stamped into every payload.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A value that travels between the client and the executors as one JSON text.
+///
+/// The contract: `from_repr(to_repr(x)?)` gives back `x` bit for bit (floats as bit
+/// patterns), and the JSON form's first field is `version` (see [`Stamped`]), so that a
+/// payload of another sdcflow version is refused before anything else is read from it.
+pub trait Wire: Sized {
+    /// What the text is called in error messages (`"subtable payload"`).
+    const WHAT: &'static str;
+    /// The JSON form.
+    type Repr: Serialize + DeserializeOwned + Stamped;
+    /// The JSON form of `self`, stamped with [`VERSION`]; fails only when the value cannot
+    /// travel exactly.
+    fn to_repr(&self) -> Result<Self::Repr, String>;
+    /// Rebuilds the value from a JSON form whose version was checked.
+    fn from_repr(r: Self::Repr) -> Result<Self, String>;
+}
+
+/// A JSON form that names the sdcflow version that wrote it.
+pub trait Stamped {
+    /// The version that wrote it.
+    fn version(&self) -> &str;
+}
+
+/// What solving a partition gave and the identity of the process that solved it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solved<O> {
+    /// The outcome, solver errors included.
+    pub outcome: O,
+    /// The process that solved it ([`super::udf::worker_identity`]).
+    pub worker: String,
+}
+
+/// Serialises `x` ([`Wire`]).
+pub fn encode<T: Wire>(x: &T) -> Result<String, String> {
+    let r = x.to_repr().map_err(|e| format!("{}: {e}", T::WHAT))?;
+    serde_json::to_string(&r).map_err(|e| format!("{}: {e}", T::WHAT))
+}
+
+/// Parses a text written by [`encode`], refusing another sdcflow version.
+pub fn decode<T: Wire>(s: &str) -> Result<T, String> {
+    let r: T::Repr = serde_json::from_str(s).map_err(|e| format!("malformed {}: {e}", T::WHAT))?;
+    check_version(r.version())?;
+    T::from_repr(r).map_err(|e| format!("{}: {e}", T::WHAT))
+}
+
+fn check_version(version: &str) -> Result<(), String> {
+    if version != VERSION {
+        return Err(format!("payload from sdcflow {version} but this executor runs sdcflow {VERSION}"));
+    }
+    Ok(())
+}
+
+/// Implements [`Stamped`] for JSON forms whose `version` field is a `String`.
+macro_rules! stamped {
+    ($($t:ty),*) => {$(
+        impl Stamped for $t {
+            fn version(&self) -> &str {
+                &self.version
+            }
+        }
+    )*};
+}
+
+stamped!(
+    WireTask,
+    WireOutcome,
+    WireStratum,
+    WireStratumOutcome,
+    WireTableTask,
+    WireTableOutcome,
+    WireNominal,
+    WireNominalOutcome
+);
 
 #[derive(Serialize, Deserialize)]
 struct WireCell {
@@ -79,8 +160,31 @@ impl WireTable {
     }
 }
 
+fn bits(x: f64) -> u64 {
+    x.to_bits()
+}
+
+fn float(b: u64) -> f64 {
+    f64::from_bits(b)
+}
+
+fn pattern_string(p: &[bool]) -> String {
+    p.iter().map(|&b| if b { '1' } else { '0' }).collect()
+}
+
+fn parse_pattern(p: &str) -> Result<Vec<bool>, String> {
+    p.chars()
+        .map(|c| match c {
+            '1' => Ok(true),
+            '0' => Ok(false),
+            _ => Err(format!("bad pattern character {c:?}")),
+        })
+        .collect()
+}
+
+/// JSON form of a [`SubtableTask`].
 #[derive(Serialize, Deserialize)]
-struct WireTask {
+pub struct WireTask {
     version: String,
     table: WireTable,
     relaxable: Vec<usize>,
@@ -89,9 +193,30 @@ struct WireTask {
     time_limit_bits: u64,
 }
 
-/// Result of one partition row: the outcome or the solver's error, and who computed it.
+/// A modular subtable (bit-exact floats).
+impl Wire for SubtableTask {
+    const WHAT: &'static str = "subtable payload";
+    type Repr = WireTask;
+    fn to_repr(&self) -> Result<WireTask, String> {
+        Ok(WireTask {
+            version: VERSION.into(),
+            table: WireTable::of(&self.local),
+            relaxable: self.relaxable.clone(),
+            fallback: self.fallback.clone(),
+            opts: self.opts.clone(),
+            time_limit_bits: bits(self.opts.time_limit_s),
+        })
+    }
+    fn from_repr(w: WireTask) -> Result<Self, String> {
+        let local = w.table.table()?;
+        let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
+        Ok(SubtableTask { local, relaxable: w.relaxable, fallback: w.fallback, opts })
+    }
+}
+
+/// Result of one subtable: the pattern or the solver's error, and who computed it.
 #[derive(Serialize, Deserialize)]
-struct WireOutcome {
+pub struct WireOutcome {
     version: String,
     worker: String,
     /// `'1'` = suppressed, `'0'` = published, per local cell.
@@ -101,81 +226,49 @@ struct WireOutcome {
     error: Option<String>,
 }
 
-fn bits(x: f64) -> u64 {
-    x.to_bits()
-}
-
-fn float(b: u64) -> f64 {
-    f64::from_bits(b)
-}
-
-/// Serialises a subtable task (bit-exact floats).
-pub fn encode_task(t: &SubtableTask) -> String {
-    let w = WireTask {
-        version: VERSION.into(),
-        table: WireTable::of(&t.local),
-        relaxable: t.relaxable.clone(),
-        fallback: t.fallback.clone(),
-        opts: t.opts.clone(),
-        time_limit_bits: bits(t.opts.time_limit_s),
-    };
-    serde_json::to_string(&w).expect("a subtable task always serialises")
-}
-
-fn check_version(version: &str) -> Result<(), String> {
-    if version != VERSION {
-        return Err(format!("payload from sdcflow {version} but this executor runs sdcflow {VERSION}"));
+/// A solved subtable; the decoded outcome's `worker` is the solver's too.
+impl Wire for Solved<Result<SubtableOutcome, String>> {
+    const WHAT: &'static str = "subtable result";
+    type Repr = WireOutcome;
+    fn to_repr(&self) -> Result<WireOutcome, String> {
+        let (version, worker) = (VERSION.into(), self.worker.clone());
+        Ok(match &self.outcome {
+            Ok(o) => WireOutcome {
+                version,
+                worker,
+                pattern: Some(pattern_string(&o.pattern)),
+                status: Some(o.status),
+                seconds_bits: bits(o.seconds),
+                error: None,
+            },
+            Err(e) => WireOutcome {
+                version,
+                worker,
+                pattern: None,
+                status: None,
+                seconds_bits: bits(0.0),
+                error: Some(e.clone()),
+            },
+        })
     }
-    Ok(())
-}
-
-/// Parses a payload written by [`encode_task`] and rebuilds the local table.
-pub fn decode_task(s: &str) -> Result<SubtableTask, String> {
-    let w: WireTask = serde_json::from_str(s).map_err(|e| format!("malformed subtable payload: {e}"))?;
-    check_version(&w.version)?;
-    let local = w.table.table().map_err(|e| format!("subtable payload: {e}"))?;
-    let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
-    Ok(SubtableTask { local, relaxable: w.relaxable, fallback: w.fallback, opts })
-}
-
-/// Serialises the result of solving one payload.
-pub fn encode_outcome(r: &Result<SubtableOutcome, String>, worker: &str) -> String {
-    let w = match r {
-        Ok(o) => WireOutcome {
-            version: VERSION.into(),
-            worker: worker.into(),
-            pattern: Some(pattern_string(&o.pattern)),
-            status: Some(o.status),
-            seconds_bits: bits(o.seconds),
-            error: None,
-        },
-        Err(e) => WireOutcome {
-            version: VERSION.into(),
-            worker: worker.into(),
-            pattern: None,
-            status: None,
-            seconds_bits: bits(0.0),
-            error: Some(e.clone()),
-        },
-    };
-    serde_json::to_string(&w).expect("an outcome always serialises")
-}
-
-/// Parses a result of [`encode_outcome`]: `Err((worker, message))` when the solver failed.
-pub fn decode_outcome(s: &str) -> Result<Result<SubtableOutcome, (String, String)>, String> {
-    let w: WireOutcome = serde_json::from_str(s).map_err(|e| format!("malformed subtable result: {e}"))?;
-    if let Some(e) = w.error {
-        return Ok(Err((w.worker, e)));
+    fn from_repr(w: WireOutcome) -> Result<Self, String> {
+        let outcome = match (w.error, w.pattern, w.status) {
+            (Some(e), _, _) => Err(e),
+            (None, Some(p), Some(status)) => Ok(SubtableOutcome {
+                pattern: parse_pattern(&p)?,
+                status,
+                seconds: float(w.seconds_bits),
+                worker: w.worker.clone(),
+            }),
+            _ => return Err("no pattern".into()),
+        };
+        Ok(Solved { outcome, worker: w.worker })
     }
-    let (Some(p), Some(status)) = (w.pattern, w.status) else {
-        return Err("subtable result without a pattern".into());
-    };
-    let pattern = parse_pattern(&p).map_err(|e| format!("subtable result: {e}"))?;
-    Ok(Ok(SubtableOutcome { pattern, status, seconds: float(w.seconds_bits), worker: w.worker }))
 }
 
+/// JSON form of a [`StratumTask`].
 #[derive(Serialize, Deserialize)]
-struct WireStratum {
+pub struct WireStratum {
     version: String,
     stratum: u64,
     cols: usize,
@@ -184,8 +277,45 @@ struct WireStratum {
     params: MicroaggParams,
 }
 
+/// A numeric microaggregation stratum (bit-exact points and weights). Refuses parameters that
+/// do not survive the JSON round trip exactly (they are decimal settings, so they always
+/// should).
+impl Wire for StratumTask {
+    const WHAT: &'static str = "stratum payload";
+    type Repr = WireStratum;
+    fn to_repr(&self) -> Result<WireStratum, String> {
+        let back: MicroaggParams =
+            serde_json::from_value(serde_json::to_value(&self.params).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("microaggregation parameters: {e}"))?;
+        if back != self.params {
+            return Err("microaggregation parameters do not survive serialisation exactly".into());
+        }
+        Ok(WireStratum {
+            version: VERSION.into(),
+            stratum: self.stratum,
+            cols: self.cols,
+            points: self.points.iter().copied().map(bits).collect(),
+            weights: self.weights.as_ref().map(|w| w.iter().copied().map(bits).collect()),
+            params: self.params.clone(),
+        })
+    }
+    fn from_repr(w: WireStratum) -> Result<Self, String> {
+        if w.cols == 0 || !w.points.len().is_multiple_of(w.cols) {
+            return Err(format!("{} values for {} variables", w.points.len(), w.cols));
+        }
+        Ok(StratumTask {
+            stratum: w.stratum,
+            cols: w.cols,
+            points: w.points.into_iter().map(float).collect(),
+            weights: w.weights.map(|v| v.into_iter().map(float).collect()),
+            params: w.params,
+        })
+    }
+}
+
+/// JSON form of a solved stratum.
 #[derive(Serialize, Deserialize)]
-struct WireStratumOutcome {
+pub struct WireStratumOutcome {
     version: String,
     worker: String,
     groups: Vec<Vec<usize>>,
@@ -207,83 +337,68 @@ fn timings_from(b: [u64; 8]) -> Timings {
     Timings { standardise_s, partition_s, step1_s, step2_s, improve_s, bound_s, verify_s, total_s }
 }
 
-/// Serialises a stratum task (bit-exact points and weights). Errors if the parameters do not
-/// survive the JSON round trip exactly (they are decimal settings, so they always should).
-pub fn encode_stratum(t: &StratumTask) -> Result<String, String> {
-    let w = WireStratum {
-        version: VERSION.into(),
-        stratum: t.stratum,
-        cols: t.cols,
-        points: t.points.iter().copied().map(bits).collect(),
-        weights: t.weights.as_ref().map(|w| w.iter().copied().map(bits).collect()),
-        params: t.params.clone(),
-    };
-    let s = serde_json::to_string(&w).map_err(|e| format!("stratum payload: {e}"))?;
-    let back: MicroaggParams = serde_json::from_value(serde_json::to_value(&t.params).map_err(|e| e.to_string())?)
-        .map_err(|e| format!("microaggregation parameters: {e}"))?;
-    if back != t.params {
-        return Err("microaggregation parameters do not survive serialisation exactly".into());
+/// A microaggregated stratum.
+impl Wire for Solved<StratumOutcome> {
+    const WHAT: &'static str = "stratum result";
+    type Repr = WireStratumOutcome;
+    fn to_repr(&self) -> Result<WireStratumOutcome, String> {
+        let o = &self.outcome;
+        Ok(WireStratumOutcome {
+            version: VERSION.into(),
+            worker: self.worker.clone(),
+            groups: o.groups.clone(),
+            step1_sse: o.step1_sse.map(bits),
+            restricted_bound: o.restricted_bound.map(bits),
+            optimisation_groups: o.optimisation_groups,
+            lower_bound: o.lower_bound.map(bits),
+            timings: timings_bits(&o.timings),
+            warnings: o.warnings.clone(),
+        })
     }
-    Ok(s)
-}
-
-/// Parses a payload written by [`encode_stratum`].
-pub fn decode_stratum(s: &str) -> Result<StratumTask, String> {
-    let w: WireStratum = serde_json::from_str(s).map_err(|e| format!("malformed stratum payload: {e}"))?;
-    if w.version != VERSION {
-        return Err(format!("payload from sdcflow {} but this executor runs sdcflow {VERSION}", w.version));
+    fn from_repr(w: WireStratumOutcome) -> Result<Self, String> {
+        let outcome = StratumOutcome {
+            groups: w.groups,
+            step1_sse: w.step1_sse.map(float),
+            restricted_bound: w.restricted_bound.map(float),
+            optimisation_groups: w.optimisation_groups,
+            lower_bound: w.lower_bound.map(float),
+            timings: timings_from(w.timings),
+            warnings: w.warnings,
+        };
+        Ok(Solved { outcome, worker: w.worker })
     }
-    if w.cols == 0 || !w.points.len().is_multiple_of(w.cols) {
-        return Err(format!("stratum payload: {} values for {} variables", w.points.len(), w.cols));
-    }
-    Ok(StratumTask {
-        stratum: w.stratum,
-        cols: w.cols,
-        points: w.points.into_iter().map(float).collect(),
-        weights: w.weights.map(|v| v.into_iter().map(float).collect()),
-        params: w.params,
-    })
 }
 
-/// Serialises a stratum result with the identity of the process that computed it.
-pub fn encode_stratum_outcome(o: &StratumOutcome, worker: &str) -> String {
-    let w = WireStratumOutcome {
-        version: VERSION.into(),
-        worker: worker.into(),
-        groups: o.groups.clone(),
-        step1_sse: o.step1_sse.map(bits),
-        restricted_bound: o.restricted_bound.map(bits),
-        optimisation_groups: o.optimisation_groups,
-        lower_bound: o.lower_bound.map(bits),
-        timings: timings_bits(&o.timings),
-        warnings: o.warnings.clone(),
-    };
-    serde_json::to_string(&w).expect("a stratum outcome always serialises")
-}
-
-/// Parses a result of [`encode_stratum_outcome`]: the outcome and the worker.
-pub fn decode_stratum_outcome(s: &str) -> Result<(StratumOutcome, String), String> {
-    let w: WireStratumOutcome = serde_json::from_str(s).map_err(|e| format!("malformed stratum result: {e}"))?;
-    let o = StratumOutcome {
-        groups: w.groups,
-        step1_sse: w.step1_sse.map(float),
-        restricted_bound: w.restricted_bound.map(float),
-        optimisation_groups: w.optimisation_groups,
-        lower_bound: w.lower_bound.map(float),
-        timings: timings_from(w.timings),
-        warnings: w.warnings,
-    };
-    Ok((o, w.worker))
-}
-
+/// JSON form of a [`TableTask`].
 #[derive(Serialize, Deserialize)]
-struct WireTableTask {
+pub struct WireTableTask {
     version: String,
     tables: Vec<WireTable>,
     opts: ProtectOptions,
     time_limit_bits: u64,
     /// `'1'` = suppressed, per cell of the single table.
     merged: Option<String>,
+}
+
+/// A whole-table protection (bit-exact floats).
+impl Wire for TableTask {
+    const WHAT: &'static str = "table payload";
+    type Repr = WireTableTask;
+    fn to_repr(&self) -> Result<WireTableTask, String> {
+        Ok(WireTableTask {
+            version: VERSION.into(),
+            tables: self.tables.iter().map(WireTable::of).collect(),
+            opts: self.opts.clone(),
+            time_limit_bits: bits(self.opts.time_limit_s),
+            merged: self.merged.as_deref().map(pattern_string),
+        })
+    }
+    fn from_repr(w: WireTableTask) -> Result<Self, String> {
+        let tables = w.tables.into_iter().map(WireTable::table).collect::<Result<Vec<_>, _>>()?;
+        let merged = w.merged.as_deref().map(parse_pattern).transpose()?;
+        let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
+        Ok(TableTask { tables, opts, merged })
+    }
 }
 
 /// Output statuses of one table as status letters.
@@ -299,8 +414,9 @@ enum WireError {
     Other(String),
 }
 
+/// JSON form of a protected table or its error.
 #[derive(Serialize, Deserialize)]
-struct WireTableOutcome {
+pub struct WireTableOutcome {
     version: String,
     worker: String,
     statuses: Vec<WireStatuses>,
@@ -311,151 +427,111 @@ struct WireTableOutcome {
     error: Option<WireError>,
 }
 
-fn pattern_string(p: &[bool]) -> String {
-    p.iter().map(|&b| if b { '1' } else { '0' }).collect()
-}
-
-fn parse_pattern(p: &str) -> Result<Vec<bool>, String> {
-    p.chars()
-        .map(|c| match c {
-            '1' => Ok(true),
-            '0' => Ok(false),
-            _ => Err(format!("bad pattern character {c:?}")),
-        })
-        .collect()
-}
-
-/// Serialises a whole-table task (bit-exact floats).
-pub fn encode_table_task(t: &TableTask) -> String {
-    let w = WireTableTask {
-        version: VERSION.into(),
-        tables: t.tables.iter().map(WireTable::of).collect(),
-        opts: t.opts.clone(),
-        time_limit_bits: bits(t.opts.time_limit_s),
-        merged: t.merged.as_deref().map(pattern_string),
-    };
-    serde_json::to_string(&w).expect("a table task always serialises")
-}
-
-/// Parses a payload written by [`encode_table_task`].
-pub fn decode_table_task(s: &str) -> Result<TableTask, String> {
-    let w: WireTableTask = serde_json::from_str(s).map_err(|e| format!("malformed table payload: {e}"))?;
-    check_version(&w.version)?;
-    let tables = w
-        .tables
-        .into_iter()
-        .map(|t| t.table().map_err(|e| format!("table payload: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let merged = w.merged.as_deref().map(parse_pattern).transpose().map_err(|e| format!("table payload: {e}"))?;
-    let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
-    Ok(TableTask { tables, opts, merged })
-}
-
-/// Serialises the result of a whole-table task.
-pub fn encode_table_outcome(r: &Result<TableOutcome, SuppressError>, worker: &str) -> String {
-    let mut w = WireTableOutcome {
-        version: VERSION.into(),
-        worker: worker.into(),
-        statuses: Vec::new(),
-        lower_bound_bits: None,
-        audit: None,
-        stopped_by_time_limit: false,
-        error: None,
-    };
-    match r {
-        Ok(o) => {
-            w.statuses = o.statuses.iter().map(|s| WireStatuses(s.clone())).collect();
-            w.lower_bound_bits = o.lower_bound.map(bits);
-            w.audit = Some(o.audit.clone());
-            w.stopped_by_time_limit = o.stopped_by_time_limit;
+/// A protected table. A solver error comes back as the same [`SuppressError`] variant (other
+/// errors as `Distributed`, naming the worker); the decoded outcome's `worker` is the
+/// solver's too.
+impl Wire for Solved<Result<TableOutcome, SuppressError>> {
+    const WHAT: &'static str = "table result";
+    type Repr = WireTableOutcome;
+    fn to_repr(&self) -> Result<WireTableOutcome, String> {
+        let mut w = WireTableOutcome {
+            version: VERSION.into(),
+            worker: self.worker.clone(),
+            statuses: Vec::new(),
+            lower_bound_bits: None,
+            audit: None,
+            stopped_by_time_limit: false,
+            error: None,
+        };
+        match &self.outcome {
+            Ok(o) => {
+                w.statuses = o.statuses.iter().map(|s| WireStatuses(s.clone())).collect();
+                w.lower_bound_bits = o.lower_bound.map(bits);
+                w.audit = Some(o.audit.clone());
+                w.stopped_by_time_limit = o.stopped_by_time_limit;
+            }
+            Err(e) => {
+                w.error = Some(match e {
+                    SuppressError::Infeasible { cell, coord, why } => {
+                        WireError::Infeasible { cell: *cell, coord: coord.clone(), why: why.clone() }
+                    }
+                    SuppressError::Unprotected { method, count, first } => {
+                        WireError::Unprotected { method: *method, count: *count, first: *first }
+                    }
+                    SuppressError::Input(m) => WireError::Input(m.clone()),
+                    other => WireError::Other(other.to_string()),
+                })
+            }
         }
-        Err(e) => {
-            w.error = Some(match e {
-                SuppressError::Infeasible { cell, coord, why } => {
-                    WireError::Infeasible { cell: *cell, coord: coord.clone(), why: why.clone() }
-                }
-                SuppressError::Unprotected { method, count, first } => {
-                    WireError::Unprotected { method: *method, count: *count, first: *first }
-                }
-                SuppressError::Input(m) => WireError::Input(m.clone()),
-                other => WireError::Other(other.to_string()),
-            })
-        }
+        Ok(w)
     }
-    serde_json::to_string(&w).expect("a table outcome always serialises")
+    fn from_repr(w: WireTableOutcome) -> Result<Self, String> {
+        let outcome = match w.error {
+            Some(e) => Err(match e {
+                WireError::Infeasible { cell, coord, why } => SuppressError::Infeasible { cell, coord, why },
+                WireError::Unprotected { method, count, first } => SuppressError::Unprotected { method, count, first },
+                WireError::Input(m) => SuppressError::Input(m),
+                WireError::Other(m) => SuppressError::Distributed(format!("on {}: {m}", w.worker)),
+            }),
+            None => Ok(TableOutcome {
+                statuses: w.statuses.into_iter().map(|s| s.0).collect(),
+                lower_bound: w.lower_bound_bits.map(float),
+                audit: w.audit.ok_or("no audit")?,
+                worker: w.worker.clone(),
+                stopped_by_time_limit: w.stopped_by_time_limit,
+            }),
+        };
+        Ok(Solved { outcome, worker: w.worker })
+    }
 }
 
-/// Parses a result of [`encode_table_outcome`]; a solver error comes back as the same
-/// [`SuppressError`] variant (other errors as `Distributed`, naming the worker).
-pub fn decode_table_outcome(s: &str) -> Result<Result<TableOutcome, SuppressError>, String> {
-    let w: WireTableOutcome = serde_json::from_str(s).map_err(|e| format!("malformed table result: {e}"))?;
-    check_version(&w.version)?;
-    if let Some(e) = w.error {
-        return Ok(Err(match e {
-            WireError::Infeasible { cell, coord, why } => SuppressError::Infeasible { cell, coord, why },
-            WireError::Unprotected { method, count, first } => SuppressError::Unprotected { method, count, first },
-            WireError::Input(m) => SuppressError::Input(m),
-            WireError::Other(m) => SuppressError::Distributed(format!("on {}: {m}", w.worker)),
-        }));
-    }
-    let audit = w.audit.ok_or("table result without an audit")?;
-    Ok(Ok(TableOutcome {
-        statuses: w.statuses.into_iter().map(|s| s.0).collect(),
-        lower_bound: w.lower_bound_bits.map(float),
-        audit,
-        worker: w.worker,
-        stopped_by_time_limit: w.stopped_by_time_limit,
-    }))
-}
-
+/// JSON form of a [`NominalStratumTask`].
 #[derive(Serialize, Deserialize)]
-struct WireNominal {
+pub struct WireNominal {
     version: String,
     task: NominalStratumTask,
 }
 
+/// A nominal microaggregation stratum (codes are integers: exact in JSON).
+impl Wire for NominalStratumTask {
+    const WHAT: &'static str = "nominal stratum payload";
+    type Repr = WireNominal;
+    fn to_repr(&self) -> Result<WireNominal, String> {
+        Ok(WireNominal { version: VERSION.into(), task: self.clone() })
+    }
+    fn from_repr(w: WireNominal) -> Result<Self, String> {
+        Ok(w.task)
+    }
+}
+
+/// JSON form of an anonymised nominal stratum or its error.
 #[derive(Serialize, Deserialize)]
-struct WireNominalOutcome {
+pub struct WireNominalOutcome {
     version: String,
     worker: String,
     outcome: Option<NominalStratumOutcome>,
     error: Option<String>,
 }
 
-/// Serialises a nominal microaggregation stratum (codes are integers: exact in JSON).
-pub fn encode_nominal(t: &NominalStratumTask) -> String {
-    serde_json::to_string(&WireNominal { version: VERSION.into(), task: t.clone() })
-        .expect("a nominal stratum always serialises")
-}
-
-/// Parses a payload written by [`encode_nominal`].
-pub fn decode_nominal(s: &str) -> Result<NominalStratumTask, String> {
-    let w: WireNominal = serde_json::from_str(s).map_err(|e| format!("malformed nominal stratum payload: {e}"))?;
-    check_version(&w.version)?;
-    Ok(w.task)
-}
-
-/// Serialises the result of a nominal stratum.
-pub fn encode_nominal_outcome(r: &Result<NominalStratumOutcome, String>, worker: &str) -> String {
-    let (outcome, error) = match r {
-        Ok(o) => (Some(o.clone()), None),
-        Err(e) => (None, Some(e.clone())),
-    };
-    serde_json::to_string(&WireNominalOutcome { version: VERSION.into(), worker: worker.into(), outcome, error })
-        .expect("a nominal outcome always serialises")
-}
-
-/// Parses a result of [`encode_nominal_outcome`]: the outcome or the solver's error, and who
-/// computed it.
-pub fn decode_nominal_outcome(s: &str) -> Result<(Result<NominalStratumOutcome, String>, String), String> {
-    let w: WireNominalOutcome = serde_json::from_str(s).map_err(|e| format!("malformed nominal result: {e}"))?;
-    check_version(&w.version)?;
-    let r = match (w.outcome, w.error) {
-        (_, Some(e)) => Err(e),
-        (Some(o), None) => Ok(o),
-        (None, None) => return Err("nominal result without an outcome".into()),
-    };
-    Ok((r, w.worker))
+/// An anonymised nominal stratum, or the stratum's error.
+impl Wire for Solved<Result<NominalStratumOutcome, String>> {
+    const WHAT: &'static str = "nominal result";
+    type Repr = WireNominalOutcome;
+    fn to_repr(&self) -> Result<WireNominalOutcome, String> {
+        let (outcome, error) = match &self.outcome {
+            Ok(o) => (Some(o.clone()), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        Ok(WireNominalOutcome { version: VERSION.into(), worker: self.worker.clone(), outcome, error })
+    }
+    fn from_repr(w: WireNominalOutcome) -> Result<Self, String> {
+        let outcome = match (w.outcome, w.error) {
+            (_, Some(e)) => Err(e),
+            (Some(o), None) => Ok(o),
+            (None, None) => return Err("no outcome".into()),
+        };
+        Ok(Solved { outcome, worker: w.worker })
+    }
 }
 
 #[cfg(test)]
@@ -476,6 +552,21 @@ mod tests {
         crate::table::synth::generate(&spec).unwrap()
     }
 
+    fn solved<O>(outcome: O, worker: &str) -> Solved<O> {
+        Solved { outcome, worker: worker.into() }
+    }
+
+    /// `x` through [`encode`] and [`decode`].
+    fn round_trip<T: Wire>(x: &T) -> T {
+        decode(&encode(x).unwrap()).unwrap()
+    }
+
+    fn small_task() -> SubtableTask {
+        let local = small_table(3);
+        let n = local.cells().len();
+        SubtableTask { local, relaxable: vec![], fallback: vec![false; n], opts: ProtectOptions::default() }
+    }
+
     #[test]
     fn tasks_round_trip_bit_exact() {
         let t = small_table(3);
@@ -489,7 +580,7 @@ mod tests {
                 fallback: vec![false; s.cells.len()],
                 opts: ProtectOptions { time_limit_s: 0.1 + 0.7, ..Default::default() },
             };
-            let back = decode_task(&encode_task(&task)).unwrap();
+            let back: SubtableTask = decode(&encode(&task).unwrap()).unwrap();
             assert_eq!(back.local.cells(), task.local.cells());
             assert_eq!(back.local.dims(), task.local.dims());
             assert_eq!(back.local.upper_bounds(), task.local.upper_bounds());
@@ -507,11 +598,14 @@ mod tests {
             seconds: 0.25,
             worker: String::new(),
         };
-        let back = decode_outcome(&encode_outcome(&Ok(o.clone()), "exec-1")).unwrap().unwrap();
-        assert_eq!(back, SubtableOutcome { worker: "exec-1".into(), ..o });
-        let e = decode_outcome(&encode_outcome(&Err("lp failed".into()), "exec-2")).unwrap().unwrap_err();
-        assert_eq!(e, ("exec-2".to_string(), "lp failed".to_string()));
-        assert!(decode_task("{\"version\":\"0.0.0\"}").is_err());
+        let back = round_trip(&solved(Ok::<_, String>(o.clone()), "exec-1"));
+        assert_eq!(back, solved(Ok(SubtableOutcome { worker: "exec-1".into(), ..o }), "exec-1"));
+        let e = round_trip(&solved(Err::<SubtableOutcome, _>("lp failed".to_string()), "exec-2"));
+        assert_eq!(e, solved(Err("lp failed".to_string()), "exec-2"));
+        let e = decode::<SubtableTask>("{\"version\":\"0.0.0\"}").unwrap_err();
+        assert!(e.contains("malformed subtable payload"), "{e}");
+        let e = decode::<SubtableTask>(&encode(&small_task()).unwrap().replacen(VERSION, "0.0.0", 1)).unwrap_err();
+        assert!(e.contains("payload from sdcflow 0.0.0"), "{e}");
     }
 
     #[test]
@@ -523,11 +617,10 @@ mod tests {
             weights: Some(vec![1.0 / 7.0, 3.0]),
             params: MicroaggParams { k: 2, vmdav_gamma: 0.1 + 0.2, ..Default::default() },
         };
-        let back = decode_stratum(&encode_stratum(&task).unwrap()).unwrap();
+        let back: StratumTask = round_trip(&task);
         assert_eq!(back, task);
         let o = crate::microagg::solve_stratum(&task);
-        let (o2, w) = decode_stratum_outcome(&encode_stratum_outcome(&o, "exec-1")).unwrap();
-        assert_eq!((o2, w.as_str()), (o, "exec-1"));
+        assert_eq!(round_trip(&solved(o.clone(), "exec-1")), solved(o, "exec-1"));
     }
 
     #[test]
@@ -541,7 +634,7 @@ mod tests {
             opts: ProtectOptions { method: Method::Modular, time_limit_s: 0.1 + 0.7, ..Default::default() },
             merged: Some((0..n).map(|i| i % 3 == 0).collect()),
         };
-        let back = decode_table_task(&encode_table_task(&task)).unwrap();
+        let back: TableTask = round_trip(&task);
         assert_eq!(back.opts, task.opts);
         assert_eq!(back.merged, task.merged);
         for (a, b) in back.tables.iter().zip(&task.tables) {
@@ -556,14 +649,17 @@ mod tests {
             worker: String::new(),
             stopped_by_time_limit: true,
         };
-        let back = decode_table_outcome(&encode_table_outcome(&Ok(o.clone()), "exec-1")).unwrap().unwrap();
+        let back = round_trip(&solved(Ok::<_, SuppressError>(o.clone()), "exec-1")).outcome.unwrap();
         assert_eq!(back, TableOutcome { worker: "exec-1".into(), ..o });
         let e = SuppressError::Infeasible { cell: 3, coord: vec![1, 2], why: "all partners published".into() };
-        let back = decode_table_outcome(&encode_table_outcome(&Err(e.clone()), "exec-2")).unwrap().unwrap_err();
+        let back = round_trip(&solved(Err::<TableOutcome, _>(e.clone()), "exec-2")).outcome.unwrap_err();
         assert_eq!(back, e);
         let e = SuppressError::Unprotected { method: Method::Fast, count: 2, first: 9 };
-        assert_eq!(decode_table_outcome(&encode_table_outcome(&Err(e.clone()), "x")).unwrap().unwrap_err(), e);
-        assert!(decode_table_task("{\"version\":\"0.0.0\"}").is_err());
+        assert_eq!(round_trip(&solved(Err::<TableOutcome, _>(e.clone()), "x")).outcome.unwrap_err(), e);
+        let e = SuppressError::Distributed("gone".into());
+        let back = round_trip(&solved(Err::<TableOutcome, _>(e), "exec-3")).outcome.unwrap_err();
+        assert!(matches!(&back, SuppressError::Distributed(m) if m.contains("on exec-3")), "{back:?}");
+        assert!(decode::<TableTask>("{\"version\":\"0.0.0\"}").is_err());
     }
     /// Issue 13 item 5: the client re-audits what an executor returns. A wire result whose
     /// pattern was tampered with (a secondary published again, still claiming a clean audit)
@@ -578,12 +674,10 @@ mod tests {
             merged: None,
         };
         // What an executor sends back, as JSON.
-        let honest = encode_table_outcome(
-            &crate::suppress::solve_table_task(&decode_table_task(&encode_table_task(&task)).unwrap()),
-            "exec-1",
-        );
+        let outcome = crate::suppress::solve_table_task(&round_trip(&task));
+        let honest = encode(&solved(outcome, "exec-1")).unwrap();
         let verify = |wire: &str| {
-            let out = decode_table_outcome(wire).unwrap().unwrap();
+            let out = decode::<Solved<Result<TableOutcome, SuppressError>>>(wire).unwrap().outcome.unwrap();
             verify_outcome(&task.tables, task.opts.singleton_rule, &out)
         };
         verify(&honest).unwrap();
@@ -606,12 +700,13 @@ mod tests {
                 other => panic!("unexpected status encoding {other}"),
             }
         };
-        let secondaries: Vec<usize> = decode_table_outcome(&honest).unwrap().unwrap().statuses[0]
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s == CellStatus::Secondary)
-            .map(|(i, _)| i)
-            .collect();
+        let secondaries: Vec<usize> =
+            decode::<Solved<Result<TableOutcome, SuppressError>>>(&honest).unwrap().outcome.unwrap().statuses[0]
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| **s == CellStatus::Secondary)
+                .map(|(i, _)| i)
+                .collect();
         let mut refused = 0;
         for k in secondaries {
             let mut bad = json.clone();
@@ -635,12 +730,123 @@ mod tests {
         assert!(e.contains("does not match"), "{e}");
         // A primary published is a changed input status.
         let mut bad = json.clone();
-        let p = decode_table_outcome(&honest).unwrap().unwrap().statuses[0]
+        let p = decode::<Solved<Result<TableOutcome, SuppressError>>>(&honest).unwrap().outcome.unwrap().statuses[0]
             .iter()
             .position(|s| *s == CellStatus::Primary)
             .unwrap();
         bad["statuses"][0] = flip(p);
         let e = verify(&bad.to_string()).unwrap_err().to_string();
         assert!(e.contains("changed from U to S"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod golden {
+    use super::*;
+
+    /// The JSON of every kind of payload and result, with the version as `@VERSION@`: the
+    /// bytes a client and its executors exchange do not change unless this file does (an
+    /// executor only talks to a client of its own version, but the bytes are what the
+    /// determinism of cluster runs rests on). Written by the encoders before they were merged
+    /// into [`Wire`].
+    const GOLDEN: &str = include_str!("testdata/wire_golden.txt");
+
+    #[test]
+    fn wire_bytes_are_unchanged() {
+        let spec = crate::table::synth::SynthSpec {
+            dims: vec![vec![2, 2], vec![3]],
+            density: 1.0,
+            mean_freq: 4.0,
+            min_freq: 3,
+            protection: 0.1,
+            seed: 3,
+        };
+        let mut t = crate::table::synth::generate(&spec).unwrap();
+        let v = t.cells()[1].value;
+        t.set_bounds(1, v * (0.1 + 0.2), v + 1.0 / 3.0).unwrap();
+        let n = t.cells().len();
+        let opts = ProtectOptions { time_limit_s: 0.1 + 0.7, ..Default::default() };
+        let sub = SubtableTask { local: t.clone(), relaxable: vec![1], fallback: vec![false; n], opts: opts.clone() };
+        let so = SubtableOutcome {
+            pattern: vec![true, false, true],
+            status: SubtableStatus::Relaxed,
+            seconds: 0.25,
+            worker: String::new(),
+        };
+        let table = TableTask {
+            tables: vec![t.clone()],
+            opts: ProtectOptions { method: Method::Modular, ..opts.clone() },
+            merged: Some((0..n).map(|i| i % 3 == 0).collect()),
+        };
+        let to = TableOutcome {
+            statuses: vec![vec![CellStatus::Primary, CellStatus::Secondary, CellStatus::Safe], vec![CellStatus::Empty]],
+            lower_bound: Some(1.0 / 3.0),
+            audit: AuditSummary { sensitive: 3, lps_solved: 2, witnessed: 4, seconds: 0.5, ..Default::default() },
+            worker: String::new(),
+            stopped_by_time_limit: true,
+        };
+        let st = StratumTask {
+            stratum: 7,
+            cols: 2,
+            points: vec![0.1 + 0.2, -1.0 / 3.0, 1e-300, 2.5],
+            weights: Some(vec![1.0 / 7.0, 3.0]),
+            params: MicroaggParams { k: 2, vmdav_gamma: 0.1 + 0.2, ..Default::default() },
+        };
+        let sto = StratumOutcome {
+            timings: timings_from([1, 2, 3, 4, 5, 6, 7, 8].map(|i: u64| bits(i as f64 / 4.0))),
+            ..crate::microagg::solve_stratum(&st)
+        };
+        let nt = NominalStratumTask {
+            cols: 2,
+            codes: vec![0, 1, 1, 0, 2, 1],
+            k: 3,
+            control: None,
+            up_to: 2,
+            seed: 5,
+            method: Default::default(),
+        };
+        let nto = Ok::<_, String>(NominalStratumOutcome {
+            released: vec![0, 1, 1, 0, 2, 2],
+            report: serde_json::json!({"blocks": 1, "method": "exact"}),
+        });
+        fn w<O>(outcome: O, worker: &str) -> Solved<O> {
+            Solved { outcome, worker: worker.into() }
+        }
+        let lines = vec![
+            ("subtable_task", encode(&sub)),
+            ("subtable_outcome", encode(&w(Ok::<_, String>(so), "exec-1"))),
+            ("subtable_error", encode(&w(Err::<SubtableOutcome, _>("lp failed".to_string()), "exec-2"))),
+            ("table_task", encode(&table)),
+            ("table_outcome", encode(&w(Ok::<_, SuppressError>(to), "exec-1"))),
+            (
+                "table_infeasible",
+                encode(&w(
+                    Err::<TableOutcome, _>(SuppressError::Infeasible { cell: 3, coord: vec![1, 2], why: "x".into() }),
+                    "exec-2",
+                )),
+            ),
+            (
+                "table_unprotected",
+                encode(&w(
+                    Err::<TableOutcome, _>(SuppressError::Unprotected { method: Method::Fast, count: 2, first: 9 }),
+                    "exec-2",
+                )),
+            ),
+            ("table_input", encode(&w(Err::<TableOutcome, _>(SuppressError::Input("bad".into())), "exec-2"))),
+            ("table_other", encode(&w(Err::<TableOutcome, _>(SuppressError::Distributed("gone".into())), "exec-2"))),
+            ("stratum_task", encode(&st)),
+            ("stratum_outcome", encode(&w(sto, "exec-3"))),
+            ("nominal_task", encode(&nt)),
+            ("nominal_outcome", encode(&w(nto, "exec-4"))),
+            ("nominal_error", encode(&w(Err::<NominalStratumOutcome, _>("too few".to_string()), "exec-4"))),
+        ];
+        let mut out = String::new();
+        for (k, v) in lines {
+            out.push_str(&format!("{k}\t{}\n", v.unwrap().replace(VERSION, "@VERSION@")));
+        }
+        for (a, b) in out.lines().zip(GOLDEN.lines()) {
+            assert_eq!(a, b);
+        }
+        assert_eq!(out, GOLDEN);
     }
 }

@@ -1,7 +1,8 @@
 //! A real multi-process Ballista cluster on loopback: `sdcflow scheduler` and `sdcflow executor`
 //! processes, a job with tabulation, primary and modular secondary suppression (subtables solved
 //! on the executors) and a microaggregation, compared byte for byte with local mode — with one
-//! executor, with two, and with an executor killed in the middle of a solver task.
+//! executor, with two, and with an executor killed in the middle of a tabulation task and of a
+//! solver task (only a complete run with identical outputs passes).
 //!
 //! Every process binds 127.0.0.1 on a free port; all of them are killed by a guard, also when
 //! an assertion fails. Every wait has a deadline.
@@ -214,14 +215,16 @@ target_partitions = 4
 }
 
 #[test]
-fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_killed_executor() {
+fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed_executors() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let data = dir.join("data");
     generate_data(&data, 1200, 9, 400, 8.0);
     std::fs::write(
         dir.join("prep.sql"),
-        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+        // The identity `sdc_test_scan_delay` lets an executor started with the hidden
+        // `--test-scan-delay-ms` be killed inside a scan.
+        "CREATE VIEW v AS SELECT *, sdc_test_scan_delay(substr(geo, 1, 4)) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
     )
     .unwrap();
     write_job(dir, &job(&data));
@@ -244,6 +247,8 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
         let work = dir.join(format!("{name}-work"));
         std::fs::create_dir_all(&work).unwrap();
         let mut args = executor_args(sport, &work, 1);
+        // A bounded pool: the executors' operators spill to their work directories beyond it.
+        args.extend(["--memory-limit-mb", "256"].map(String::from));
         args.extend(extra.iter().map(|s| s.to_string()));
         procs.spawn(name, &args, &logs.join(format!("{name}.log")));
     };
@@ -269,49 +274,98 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_a_kill
     let w = workers(dir, "two");
     assert!(w.len() == 2 && w.iter().all(|w| w.starts_with("executor ")), "both executors solve: {w:?}");
 
-    // A third, slow executor is killed while it is inside a solver task.
-    start_executor(&mut procs, "exec-c", &["--test-solve-delay-ms", "4000"]);
-    wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
-    let mut run = Procs::default();
-    let run_log = dir.join("run-fault.log");
-    run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from), &run_log);
-    let c_log = logs.join("exec-c.log");
-    wait_for("exec-c to start a solver task", Duration::from_secs(90), || {
-        let log = std::fs::read_to_string(&c_log).unwrap_or_default();
-        ["solving a subtable", "protecting 1 table", "microaggregating a stratum", "anonymising a nominal"]
-            .iter()
-            .any(|m| log.contains(m))
-    });
-    procs.kill("exec-c");
-    let c = std::fs::read_to_string(&c_log).unwrap();
-    assert!(
-        !c.contains(": subtable ")
-            && !c.contains(" groups")
-            && !c.contains("protected and audited")
-            && !c.contains("nominal stratum done")
-            && !c.contains("nominal stratum failed"),
-        "exec-c finished its task before it was killed:\n{c}"
+    // Then one executor more at a time, killed inside a task: only a complete run with the
+    // same bytes passes. Ballista runs the lost tasks (and the map tasks whose shuffle output
+    // died with it) again on the survivors; the client submits a solver query again if a
+    // finished result was lost.
+    let fault = |procs: &mut Procs, name: &str, flag: &str, inside: &[&str], done: &[&str], out: &str| {
+        wait_for("2 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(2));
+        start_executor(procs, name, &[flag, "4000"]);
+        wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+        let mut run = Procs::default();
+        let run_log = dir.join(format!("run-{out}.log"));
+        run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", out].map(String::from), &run_log);
+        let log = logs.join(format!("{name}.log"));
+        wait_for(&format!("{name} to start a task"), Duration::from_secs(90), || {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            inside.iter().any(|m| log.contains(m))
+        });
+        procs.kill(name);
+        let c = std::fs::read_to_string(&log).unwrap();
+        assert!(!done.iter().any(|m| c.contains(m)), "{name} finished its task before it was killed:\n{c}");
+        // "sdcflow executor <id>: solving a subtable …"
+        let id = c
+            .lines()
+            .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
+            .expect("the executor names itself");
+        let code = run.wait_first(limit, &run_log);
+        procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+        let err = std::fs::read_to_string(&run_log).unwrap();
+        assert_eq!(code, 0, "the run did not survive the killed executor {id}:\n{err}");
+        assert_same_outputs(dir, "local", out);
+        let w = workers(dir, out);
+        assert!(!w.is_empty() && !w.contains(&id), "{id} was killed but is credited: {w:?}");
+        eprintln!("killed {id} mid-task ({out}); the run completed with identical outputs on {w:?}");
+    };
+    // Inside a tabulation task: scan + partial aggregation, whose output the others read.
+    fault(&mut procs, "exec-c", "--test-scan-delay-ms", &["test delay in a scan"], &[], "fault-scan");
+    // Inside a solver task.
+    fault(
+        &mut procs,
+        "exec-d",
+        "--test-solve-delay-ms",
+        &["solving a subtable", "protecting 1 table", "microaggregating a stratum", "anonymising a nominal"],
+        &[": subtable ", " groups", "protected and audited", "nominal stratum done", "nominal stratum failed"],
+        "fault",
     );
-    // "sdcflow executor <id>: solving a subtable …"
-    let c_id = c
-        .lines()
-        .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
-        .expect("exec-c names itself");
-    let code = run.wait_first(limit, &run_log);
-    procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
-    let err = std::fs::read_to_string(&run_log).unwrap();
-    if code == 0 {
-        // Ballista re-ran the lost task on a surviving executor.
-        assert_same_outputs(dir, "local", "fault");
-        let w = workers(dir, "fault");
-        assert!(!w.is_empty() && !w.contains(&c_id), "{c_id} was killed but is credited: {w:?}");
-        eprintln!("killed {c_id} mid-task; the run completed with identical outputs on {w:?}");
-    } else {
-        // Acceptable too: a clear error and nothing published.
-        assert!(err.contains("error:"), "{err}");
-        assert!(!dir.join("fault").exists(), "a failed run left an output directory");
-        eprintln!("killed {c_id} mid-task; the run failed cleanly: {err}");
-    }
+}
+
+/// Issue 12: the client does not take an executor's word. An executor that returns a
+/// whole-table pattern with its secondaries published again, still claiming a clean audit,
+/// makes the run fail (exit 1) naming it, and nothing is published.
+#[test]
+fn a_tampering_executor_publishes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    let opts = sdcflow::generate::GenerateOptions {
+        rows: 1200,
+        seed: 9,
+        rows_per_part: 400,
+        mean_enterprise_size: 8.0,
+        ..Default::default()
+    };
+    sdcflow::generate::generate(&data, &opts).unwrap();
+    std::fs::write(
+        dir.join("prep.sql"),
+        "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
+    )
+    .unwrap();
+    write_job(dir, &job(&data));
+    let limit = Duration::from_secs(120);
+    // The honest pattern has secondaries, so publishing them again exposes some primary.
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("local/report.json")).unwrap()).unwrap();
+    assert!(r["tables"][0]["secondaries"].as_u64().unwrap() > 0, "no secondaries to tamper with: {r}");
+
+    let mut procs = Procs::default();
+    let sport = free_port();
+    let sched = ["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string()].map(String::from);
+    procs.spawn("scheduler", &sched, &dir.join("scheduler.log"));
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let mut exec = executor_args(sport, &dir.join("work"), 1);
+    exec.push("--test-tamper-results".into());
+    procs.spawn("exec", &exec, &dir.join("exec.log"));
+    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    let cluster = format!("df://127.0.0.1:{sport}");
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "tampered"], limit);
+    assert_eq!(code, 1, "a tampered result was accepted:\n{err}");
+    assert!(
+        err.contains("refused the result of executor") && err.contains("nothing is published"),
+        "the refusal does not name the executor: {err}"
+    );
+    assert!(!dir.join("tampered").exists(), "a refused run left an output directory");
 }
 
 /// Scheduler and executors read `s3://` inputs and the solver scratch from a loopback S3 API
