@@ -807,7 +807,13 @@ mod golden {
         };
         let nto = Ok::<_, String>(NominalStratumOutcome {
             released: vec![0, 1, 1, 0, 2, 2],
-            report: serde_json::json!({"blocks": 1, "method": "exact"}),
+            report: serde_json::from_value(serde_json::json!({
+                "blocks": 1, "clustering_weight": 7, "clusters": 2, "control_chi2": 0.5, "exact_status": "Optimal",
+                "method": "exact", "per_dimension": [],
+                "timings_ms": {"aggregate": 1.0, "partition": 2.0, "report": 3.0, "verify": 4.0},
+                "verify": {"min_class_size": 3, "new_combination_rows": 0, "rows": 6}
+            }))
+            .unwrap(),
         });
         fn w<O>(outcome: O, worker: &str) -> Solved<O> {
             Solved { outcome, worker: worker.into() }
@@ -843,6 +849,12 @@ mod golden {
         let mut out = String::new();
         for (k, v) in lines {
             out.push_str(&format!("{k}\t{}\n", v.unwrap().replace(VERSION, "@VERSION@")));
+        }
+        // A deliberate format change (a new option, a new report field) rewrites the file with
+        // `SDCFLOW_BLESS_WIRE=1`; the diff is then reviewed in the commit.
+        if std::env::var_os("SDCFLOW_BLESS_WIRE").is_some() {
+            std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster/testdata/wire_golden.txt"), &out).unwrap();
+            return;
         }
         for (a, b) in out.lines().zip(GOLDEN.lines()) {
             assert_eq!(a, b);
