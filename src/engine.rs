@@ -16,7 +16,6 @@ use url::Url;
 
 use crate::error::{Error, Result};
 use crate::job::EngineMode;
-use crate::tabulate::topn::TopN;
 
 /// Engine settings resolved from the job and the command line.
 #[derive(Debug, Clone)]
@@ -59,12 +58,7 @@ pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
         EngineMode::Remote(url) => connect_remote(url, state).await?,
     };
     // Upgrading a state for Ballista rebuilds it; register again so the client plans with them.
-    for f in TopN::all() {
-        ctx.register_udaf(f.as_ref().clone());
-    }
-    for f in crate::cluster::udf::scalar_functions() {
-        ctx.register_udf(f.as_ref().clone());
-    }
+    crate::cluster::register_on_context(&ctx);
     Ok(ctx)
 }
 

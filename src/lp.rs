@@ -181,7 +181,9 @@ pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpEr
     let mut last = None;
     for retry in [Retry::Default, Retry::NoPresolve, Retry::InteriorPoint] {
         match solve_once(lp, opts, retry) {
-            Err(LpError::Solver { what }) if what.starts_with("model status") => last = Some(what),
+            Err(LpError::Solver { what }) if what.starts_with("model status") || what.starts_with("run:") => {
+                last = Some(what)
+            }
             other => return other,
         }
     }

@@ -54,6 +54,17 @@ pub fn register_functions(state: &mut SessionState) -> datafusion::common::Resul
     Ok(())
 }
 
+/// Registers the functions a client session plans with (the `sdc_top<N>` aggregates and the
+/// SQL-callable scalar functions) on `ctx`; the engine calls it after Ballista rebuilt the state.
+pub fn register_on_context(ctx: &datafusion::prelude::SessionContext) {
+    for f in TopN::all() {
+        ctx.register_udaf(f.as_ref().clone());
+    }
+    for f in udf::scalar_functions() {
+        ctx.register_udf(f.as_ref().clone());
+    }
+}
+
 /// A runtime whose object-store registry opens `s3://` buckets from the environment; spill
 /// files go to `temp_dir` when given.
 pub fn runtime_env(temp_dir: Option<&str>) -> datafusion::common::Result<Arc<RuntimeEnv>> {

@@ -235,6 +235,13 @@ pub(crate) fn run(
         Err(SuppressError::Lp { source: lp::LpError::Infeasible, .. }) => {
             return Err(infeasible("the master LP relaxation has no feasible pattern"))
         }
+        Err(SuppressError::Lp { source: source @ lp::LpError::Solver { .. }, context }) => {
+            // HiGHS gave up on the master (seen on a P(10) enterprise subtable, values to 10^10):
+            // the incumbent is the fast method's audited pattern, so end with it, unbounded,
+            // rather than fail a run whose table can be protected.
+            trace(format_args!("optimal: {context}: {source}; keeping the fast pattern"));
+            return Ok((best, None));
+        }
         Err(e) => return Err(e),
     };
     trace(format_args!(
@@ -276,6 +283,11 @@ pub(crate) fn run(
             Err(lp::LpError::TimeLimitNoSolution) => {
                 // The node budget or the hard stop, before an incumbent: keep the fallback.
                 let _ = deadline.reached();
+                break;
+            }
+            Err(source @ lp::LpError::Solver { .. }) => {
+                // As in the LP phase: keep the best audited pattern and the bound proven so far.
+                trace(format_args!("optimal: master MIP: {source}; keeping the best pattern"));
                 break;
             }
             Err(source) => return Err(SuppressError::Lp { context: "master MIP".into(), source }),
