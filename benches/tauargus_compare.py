@@ -251,10 +251,10 @@ def tau_safety(spec: dict) -> str:
     """tau-Argus's spelling of a suite rule. Rules on a holding (the enterprise as contributor)
     are tau-Argus's second set: NK and P rules 3-4, FREQ rule 2, so the individual-level slots
     are filled with disabled rules first (otherwise tau-Argus applies them to the records)."""
-    if not spec["contributor"]:
-        return "|".join(r if not r.startswith("P(") or "," in r else r[:-1] + ",1)" for r in spec["safety"].split("|"))
     # tau-Argus's p% rule always names its n (sdcflow's P(p) means P(p,1)).
     rules = [r if not r.startswith("P(") or "," in r else r[:-1] + ",1)" for r in spec["safety"].split("|")]
+    if not spec["contributor"]:
+        return "|".join(rules)
     pad = {"NK": ["NK(0,0)", "NK(0,0)"], "P": ["P(0,1)", "P(0,1)"], "FREQ": ["FREQ(0,0)"]}
     out: list[str] = []
     for kind in ("NK", "P", "FREQ"):

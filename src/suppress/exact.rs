@@ -307,9 +307,8 @@ pub(crate) fn run(
             fails.len()
         ));
         if !fails.is_empty() {
-            // Repair the master's pattern into a clean one (the fast method's relation closure
-            // and audit-driven repair; the hypercube cover would redo every cell's cube): an incumbent close to the bound long before the master's
-            // pattern is clean.
+            // Repair the master's pattern into a clean one ([`repaired`]): an incumbent close to
+            // the bound long before the master's pattern is clean.
             if let Ok(mut w) = repaired(p, x.clone(), opts.singleton_rule, deadline) {
                 // The repair's closure cascades (each added cell gets partners in its
                 // relations): drop what it added that the pattern does not need, most costly
