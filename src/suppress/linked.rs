@@ -190,7 +190,7 @@ pub(crate) fn solve_joint(
     let (p, maps) = join(tables)?;
     let sup = match opts.method {
         Method::Fast => fast::run(&p, opts, deadline)?,
-        Method::Tabu => super::tabu::run(&p, opts, deadline)?,
+        Method::Tabu => super::tabu::run(&p, opts, None, deadline)?,
         Method::Optimal => super::exact::run(&p, opts, deadline)?.0,
         Method::Modular => modular_linked(tables, &p, &maps, opts, deadline)?,
     };

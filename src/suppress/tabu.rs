@@ -5,9 +5,10 @@
 //! `x̄_i`) with variables fixed in random order, the LP being re-solved with the fixings
 //! after each block (blocks of ⌈n/8⌉ instead of one variable at a time: same idea, 8 LPs
 //! instead of n). The rounded pattern is completed to a clean one by the fast method's closure
-//! and repair. Warm start (an improvement that paid in measurements): the fast method's
-//! pattern, after its cleanup (its trial budget), is the starting point when it is cheaper
-//! than the construction (tables above `optimal_max_cells` cells skip the construction).
+//! and repair. Warm start: the modular method's pattern (HiTaS: exact 1-level subtables,
+//! merged, repaired and cleaned up) — so tabu never ends above it — or, for linked tables,
+//! the fast method's pattern after its cleanup; the construction replaces it when cheaper
+//! (tables above `optimal_max_cells` cells skip the construction).
 //! Moves (Algorithm 3): flip one variable. Improving moves are drops of secondaries; we scan a
 //! candidate list (secondaries by decreasing cost) and take the first that keeps the pattern
 //! clean (depth first — the paper found breadth and depth first similar). If none, the best
@@ -25,7 +26,7 @@ use crate::rng::Rng;
 
 use super::budget::Deadline;
 use super::construct::complete;
-use super::exact::{master, strengthen};
+use super::exact::{master, repaired, strengthen};
 use super::problem::{Fix, Problem};
 use super::work::Work;
 use super::{ProtectOptions, SuppressError};
@@ -70,11 +71,23 @@ fn construct(
 }
 
 /// Runs the method.
-pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Result<Vec<bool>, SuppressError> {
+///
+/// `seed`: the merged pattern of the exact subtable solves ([`super::modular::run_levels`]);
+/// the search starts from its completion — the pattern the modular method publishes — so it
+/// can only end at or below it. Without one (linked tables, direct calls) from the fast
+/// method's pattern.
+pub(crate) fn run(
+    p: &Problem,
+    opts: &ProtectOptions,
+    seed: Option<&[bool]>,
+    deadline: &Deadline,
+) -> Result<Vec<bool>, SuppressError> {
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
-    // Warm start: the fast method's pattern after its cleanup.
-    let mut w = complete(p, p.initial(), rule, opts.construction, deadline)?;
+    let mut w = match seed {
+        Some(m) => repaired(p, m.to_vec(), rule, deadline)?,
+        None => complete(p, p.initial(), rule, opts.construction, deadline)?,
+    };
     w.cleanup(rule, opts.cleanup_budget(), deadline)?;
     if p.n() <= opts.optimal_max_cells && !deadline.reached() {
         let x0 = construct(p, opts, &mut rng, deadline)?;

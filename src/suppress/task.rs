@@ -28,8 +28,9 @@ pub struct TableTask {
     pub tables: Vec<Table>,
     /// Options; `time_limit_s` is the hard stop left for this task.
     pub opts: ProtectOptions,
-    /// `Modular` only: the merged pattern of the subtables (over the single table's cells), to
-    /// complete, clean up and audit.
+    /// `Modular` and `Tabu` only: the merged pattern of the exact subtable solves (over the
+    /// single table's cells), to complete, clean up and audit (`Modular`) or to start the tabu
+    /// search from (`Tabu`).
     pub merged: Option<Vec<bool>>,
 }
 
@@ -75,15 +76,13 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
         }
         e => e,
     };
+    if let Some(m) = merged {
+        if m.len() != p.n() {
+            return Err(SuppressError::Input(format!("merged pattern of {} cells for a table of {}", m.len(), p.n())));
+        }
+    }
     let (sup, lower_bound, certified) = match (opts.method, merged) {
         (Method::Modular, Some(m)) => {
-            if m.len() != p.n() {
-                return Err(SuppressError::Input(format!(
-                    "merged pattern of {} cells for a table of {}",
-                    m.len(),
-                    p.n()
-                )));
-            }
             // The merged subtable patterns already protect every subtable: keep them and repair
             // only what the whole-table attacker still finds (HiTaS's last step), instead of
             // laying hypercubes over them. The repair closes only the cells it adds: closing the
@@ -102,12 +101,14 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
                     .into(),
             ))
         }
-        (_, Some(_)) => return Err(SuppressError::Input("a merged pattern is only for the modular method".into())),
+        (Method::Tabu, seed) => (tabu::run(&p, opts, seed, deadline).map_err(with_coord)?, None, None),
+        (_, Some(_)) => {
+            return Err(SuppressError::Input("a merged pattern is only for the modular and tabu methods".into()))
+        }
         (Method::Fast, None) => {
             let (sup, rep) = fast::run_certified(&p, opts, deadline).map_err(with_coord)?;
             (sup, None, rep)
         }
-        (Method::Tabu, None) => (tabu::run(&p, opts, deadline).map_err(with_coord)?, None, None),
         (Method::Optimal, None) => {
             let (s, lb) = exact::run(&p, opts, deadline).map_err(with_coord)?;
             (s, lb, None)
@@ -351,7 +352,7 @@ mod tests {
     }
 
     #[test]
-    fn merged_patterns_only_for_a_single_modular_table() {
+    fn merged_patterns_only_for_a_single_modular_or_tabu_table() {
         let t = table();
         let n = t.cells().len();
         let fast = ProtectOptions { method: Method::Fast, ..Default::default() };
