@@ -273,6 +273,18 @@ impl TableWriter {
         weighted: bool,
     ) -> Result<Self> {
         let [pq, cp] = table_files(table).map(|f| root.join(f));
+        Self::create_at(pq, cp, explanatory, dims, weighted)
+    }
+
+    /// Creates the cells file `pq` and the published file `cp` (one part of a table, see
+    /// [`super::parts`]).
+    pub fn create_at(
+        pq: PathBuf,
+        cp: PathBuf,
+        explanatory: &[String],
+        dims: &[Hierarchy],
+        weighted: bool,
+    ) -> Result<Self> {
         for f in [&pq, &cp] {
             let d = f.parent().expect("table files are below a folder");
             std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
