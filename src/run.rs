@@ -126,32 +126,27 @@ async fn run_job_with(
             report.warnings.push(w);
         }
         if !t.secondary.protects() && t.apriori.is_none() && linked.is_none() {
-            // Nothing needs the whole table: assess and write each chunk as it is tabulated.
+            // Nothing needs the whole table: it is rolled up, assessed and written in parts
+            // where the engine runs queries (the executors on a cluster); the client only
+            // checks and commits them.
             let start = Instant::now();
-            let mut writer: Option<TableWriter> = None;
-            let mut publish_s = 0.0;
-            let empty = tabulate::tabulate_streaming(&ctx, &query, &hierarchies, progress, &mut |chunk| {
-                let start = Instant::now();
-                let a = assess(&t.safety, chunk);
-                if writer.is_none() {
-                    writer = Some(TableWriter::create(
-                        staging.dir(),
-                        &t.name,
-                        &t.explanatory,
-                        &a.cells.dims,
-                        a.cells.weight.is_some(),
-                    )?);
-                }
-                writer.as_mut().expect("created above").write(&a)?;
-                publish_s += start.elapsed().as_secs_f64();
-                Ok(())
-            })
+            let parted = crate::cluster::roll_up::roll_up_table(
+                &ctx,
+                solve_scratch,
+                staging.dir(),
+                &query,
+                &t.safety,
+                &hierarchies,
+                progress,
+                job.part_cells,
+            )
             .await?;
-            let Some(writer) = writer else { return Err(no_rows(t, &job.microdata)) };
-            let tally = writer.finish()?;
-            timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64() - publish_s);
-            timings.insert("primary_and_write".to_string(), publish_s);
-            report.tables.push(table_report(t, &tally, &empty.dims, None, timings));
+            let Some(parted) = parted else { return Err(no_rows(t, &job.microdata)) };
+            timings.insert("tabulate_primary_and_write".to_string(), start.elapsed().as_secs_f64());
+            let mut r = table_report(t, &parted.tally, &parted.dims, None, timings);
+            r.files = (0..parted.parts).flat_map(|i| crate::publish::parts::part_files(&t.name, i)).collect();
+            r.parts_per_worker = parted.parts_per_worker;
+            report.tables.push(r);
             continue;
         }
         let start = Instant::now();
@@ -379,6 +374,7 @@ fn table_report(
             })
             .unwrap_or_default(),
         protected_on: p.map(|p| p.worker.clone()).unwrap_or_default(),
+        parts_per_worker: BTreeMap::new(),
         timings_s: timings,
     }
 }

@@ -16,13 +16,19 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use crate::hierarchy::{Hierarchy, Node};
 use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
+use crate::publish::parts::{PartSummary, PartTask};
+use crate::publish::{HeatMap, LevelTally, Tally};
 use crate::suppress::{
     AuditSummary, Method, ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask, SuppressError, TableOutcome,
     TableTask,
 };
 use crate::table::{Cell, CellStatus, Dimension, Table};
+use crate::tabulate::parts::PartLayout;
 
 /// sdcflow version stamped into every payload.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -98,7 +104,9 @@ stamped!(
     WireTableTask,
     WireTableOutcome,
     WireNominal,
-    WireNominalOutcome
+    WireNominalOutcome,
+    WirePartTask,
+    WirePartOutcome
 );
 
 #[derive(Serialize, Deserialize)]
@@ -737,6 +745,193 @@ mod tests {
         bad["statuses"][0] = flip(p);
         let e = verify(&bad.to_string()).unwrap_err().to_string();
         assert!(e.contains("changed from U to S"), "{e}");
+    }
+}
+
+/// A hierarchy as its nodes' codes and parents (pre-order; depths and children follow).
+#[derive(Serialize, Deserialize)]
+pub struct WireHierarchy {
+    variable: String,
+    codes: Vec<String>,
+    parents: Vec<Option<usize>>,
+}
+
+impl WireHierarchy {
+    fn of(h: &Hierarchy) -> Self {
+        Self {
+            variable: h.variable().to_string(),
+            codes: h.nodes().iter().map(|n| n.code.clone()).collect(),
+            parents: h.nodes().iter().map(|n| n.parent).collect(),
+        }
+    }
+
+    fn rebuild(self) -> Result<Hierarchy, String> {
+        let mut nodes: Vec<Node> = Vec::with_capacity(self.codes.len());
+        for (i, (code, parent)) in self.codes.into_iter().zip(self.parents).enumerate() {
+            let depth = match parent {
+                None if i == 0 => 0,
+                Some(p) if p < i => nodes[p].depth + 1,
+                _ => return Err(format!("hierarchy `{}`: node {i} has parent {parent:?}", self.variable)),
+            };
+            if let Some(p) = parent {
+                nodes[p].children.push(i);
+            }
+            nodes.push(Node { code, parent, depth, children: Vec::new() });
+        }
+        if nodes.is_empty() {
+            return Err(format!("hierarchy `{}` without nodes", self.variable));
+        }
+        Ok(Hierarchy::from_nodes(&self.variable, nodes))
+    }
+}
+
+/// JSON form of a [`PartTask`] (its inputs travel beside it as bytes).
+#[derive(Serialize, Deserialize)]
+pub struct WirePartTask {
+    version: String,
+    table: String,
+    explanatory: Vec<String>,
+    dims: Vec<WireHierarchy>,
+    top_n: usize,
+    weighted: bool,
+    safety: String,
+    root: String,
+}
+
+impl Wire for PartTask {
+    const WHAT: &'static str = "roll-up part";
+    type Repr = WirePartTask;
+    fn to_repr(&self) -> Result<WirePartTask, String> {
+        Ok(WirePartTask {
+            version: VERSION.into(),
+            table: self.table.clone(),
+            explanatory: self.explanatory.clone(),
+            dims: self.layout.dims.iter().map(WireHierarchy::of).collect(),
+            top_n: self.layout.top_n,
+            weighted: self.layout.weighted,
+            safety: self.safety.clone(),
+            root: self.root.clone(),
+        })
+    }
+    fn from_repr(w: WirePartTask) -> Result<Self, String> {
+        let dims = w.dims.into_iter().map(WireHierarchy::rebuild).collect::<Result<Vec<_>, _>>()?;
+        Ok(PartTask {
+            table: w.table,
+            explanatory: w.explanatory,
+            layout: PartLayout { dims, top_n: w.top_n, weighted: w.weighted },
+            safety: w.safety,
+            root: w.root,
+        })
+    }
+}
+
+/// One hierarchy level's figures, floats as bit patterns.
+#[derive(Serialize, Deserialize)]
+pub struct WireLevel {
+    level: usize,
+    cells: usize,
+    suppressed: usize,
+    value_bits: u64,
+    suppressed_value_bits: u64,
+}
+
+/// JSON form of a written part or its error.
+#[derive(Serialize, Deserialize)]
+pub struct WirePartOutcome {
+    version: String,
+    worker: String,
+    part: usize,
+    cells: usize,
+    files: Vec<(String, u64)>,
+    status_counts: BTreeMap<String, usize>,
+    total_abs_bits: u64,
+    suppressed_abs_bits: u64,
+    by_level: Vec<Vec<WireLevel>>,
+    heat_map: Option<HeatMap>,
+    error: Option<String>,
+}
+
+/// A written part (files, sizes, report figures) or why it could not be written.
+impl Wire for Solved<Result<PartSummary, String>> {
+    const WHAT: &'static str = "roll-up part result";
+    type Repr = WirePartOutcome;
+    fn to_repr(&self) -> Result<WirePartOutcome, String> {
+        let mut w = WirePartOutcome {
+            version: VERSION.into(),
+            worker: self.worker.clone(),
+            part: 0,
+            cells: 0,
+            files: Vec::new(),
+            status_counts: BTreeMap::new(),
+            total_abs_bits: 0,
+            suppressed_abs_bits: 0,
+            by_level: Vec::new(),
+            heat_map: None,
+            error: None,
+        };
+        match &self.outcome {
+            Ok(s) => {
+                w.part = s.part;
+                w.cells = s.cells;
+                w.files = s.files.clone();
+                let t = &s.tally;
+                w.status_counts = t.status_counts.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+                w.total_abs_bits = bits(t.total_abs);
+                w.suppressed_abs_bits = bits(t.suppressed_abs);
+                w.by_level = t
+                    .by_level
+                    .iter()
+                    .map(|ls| {
+                        ls.iter()
+                            .map(|l| WireLevel {
+                                level: l.level,
+                                cells: l.cells,
+                                suppressed: l.suppressed,
+                                value_bits: bits(l.value),
+                                suppressed_value_bits: bits(l.suppressed_value),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                w.heat_map = t.heat_map.clone();
+            }
+            Err(e) => w.error = Some(e.clone()),
+        }
+        Ok(w)
+    }
+    fn from_repr(w: WirePartOutcome) -> Result<Self, String> {
+        if let Some(e) = w.error {
+            return Ok(Solved { outcome: Err(e), worker: w.worker });
+        }
+        let mut status_counts = BTreeMap::new();
+        for (k, v) in w.status_counts {
+            let s = CellStatus::from_letter(&k).ok_or_else(|| format!("unknown status {k:?}"))?;
+            status_counts.insert(s.letter(), v);
+        }
+        let tally = Tally {
+            cells: w.cells,
+            status_counts,
+            total_abs: float(w.total_abs_bits),
+            suppressed_abs: float(w.suppressed_abs_bits),
+            by_level: w
+                .by_level
+                .into_iter()
+                .map(|ls| {
+                    ls.into_iter()
+                        .map(|l| LevelTally {
+                            level: l.level,
+                            cells: l.cells,
+                            suppressed: l.suppressed,
+                            value: float(l.value_bits),
+                            suppressed_value: float(l.suppressed_value_bits),
+                        })
+                        .collect()
+                })
+                .collect(),
+            heat_map: w.heat_map,
+        };
+        let summary = PartSummary { part: w.part, cells: w.cells, files: w.files, tally };
+        Ok(Solved { outcome: Ok(summary), worker: w.worker })
     }
 }
 

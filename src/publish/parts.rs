@@ -43,13 +43,12 @@ pub fn part_files(table: &str, part: usize) -> [String; 2] {
     [format!("{c}/part-{part:05}.parquet"), format!("{p}/part-{part:05}.csv")]
 }
 
-/// One part to roll up, assess and write (the payload's inputs travel beside it).
+/// What every part of a table needs to be rolled up, assessed and written (the part number
+/// and the part's inputs travel beside it).
 #[derive(Debug, Clone)]
 pub struct PartTask {
     /// Table name (folders of the output).
     pub table: String,
-    /// Part number (file names).
-    pub part: usize,
     /// Explanatory variables (CSV header).
     pub explanatory: Vec<String>,
     /// Hierarchies, top-N, weight.
@@ -73,9 +72,9 @@ pub struct PartSummary {
     pub tally: Tally,
 }
 
-/// Rolls up part `task` from its payload `data`, applies the primary rules and writes its two
-/// files into the staging directory (privately, then renamed into place).
-pub fn write_part(task: &PartTask, data: &[u8]) -> Result<PartSummary> {
+/// Rolls up part `part` of table `task` from its payload `data`, applies the primary rules and
+/// writes its two files into the staging directory (privately, then renamed into place).
+pub fn write_part(task: &PartTask, part: usize, data: &[u8]) -> Result<PartSummary> {
     let safety = Safety::parse(&task.safety).map_err(|e| Error::Internal(format!("safety rules in a part: {e}")))?;
     let root = Path::new(&task.root);
     if !root.join(OUTPUT_MARKER).is_file() {
@@ -89,7 +88,7 @@ pub fn write_part(task: &PartTask, data: &[u8]) -> Result<PartSummary> {
     let stamp = format!(
         "{}-{:05}-{}-{}",
         task.table.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
-        task.part,
+        part,
         std::process::id(),
         chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
     );
@@ -101,7 +100,7 @@ pub fn write_part(task: &PartTask, data: &[u8]) -> Result<PartSummary> {
     roll_up_part(l, data, &mut |cells| writer.write(&assess(&safety, cells)))?;
     let tally = writer.finish()?;
     let mut files = Vec::with_capacity(2);
-    for (from, rel) in [pq, csv].into_iter().zip(part_files(&task.table, task.part)) {
+    for (from, rel) in [pq, csv].into_iter().zip(part_files(&task.table, part)) {
         let to = root.join(&rel);
         let dir = to.parent().expect("part files are below a folder");
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -110,7 +109,7 @@ pub fn write_part(task: &PartTask, data: &[u8]) -> Result<PartSummary> {
         files.push((rel, size));
     }
     let _ = std::fs::remove_dir(&tmp);
-    Ok(PartSummary { part: task.part, cells: tally.cells, files, tally })
+    Ok(PartSummary { part, cells: tally.cells, files, tally })
 }
 
 /// Checks that the staging directory `root` holds exactly the `parts` parts of `table` that the
@@ -239,9 +238,8 @@ mod tests {
         let root = d.path();
         std::fs::write(root.join(OUTPUT_MARKER), "").unwrap();
         let layout = PartLayout { dims: dims.clone(), top_n: 2, weighted: false };
-        let task = |part| PartTask {
+        let task = PartTask {
             table: "t".into(),
-            part,
             explanatory: vec!["geo".into(), "sex".into()],
             layout: layout.clone(),
             safety: "FREQ(3,10)".into(),
@@ -255,7 +253,7 @@ mod tests {
         .unwrap();
         assert!(n >= 3, "{n} parts");
         let summaries: Vec<(PartSummary, String)> =
-            payloads.iter().enumerate().map(|(i, p)| (write_part(&task(i), p).unwrap(), "w".to_string())).collect();
+            payloads.iter().enumerate().map(|(i, p)| (write_part(&task, i, p).unwrap(), "w".to_string())).collect();
         // A killed task's leftovers are removed, not published.
         std::fs::create_dir_all(root.join(PARTS_TMP).join("dead")).unwrap();
         let merged = check_parts(root, "t", n, &summaries).unwrap();
