@@ -58,13 +58,20 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     let solve_scratch =
         Arc::new(Scratch::for_run(output, matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)))?);
     progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
-    let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
+    let mut staging = Staging::new(output)?;
+    let result = run_job_with(job, mode, out, progress, &solve_scratch, &mut staging).await;
     let removed = match Arc::try_unwrap(solve_scratch) {
         Ok(s) => s.remove().await,
         Err(_) => Err(Error::Internal("solver scratch still in use at the end of the run".into())),
     };
-    let (staging, summary) = result?;
-    removed?;
+    let summary = match (result, removed) {
+        (Ok(s), Ok(())) => s,
+        (Err(e), _) | (_, Err(e)) => {
+            // Files the executors wrote below an object-store run prefix go too.
+            staging.abort().await;
+            return Err(e);
+        }
+    };
     staging.commit().await?;
     Ok(summary)
 }
@@ -75,7 +82,8 @@ async fn run_job_with(
     out: Option<&str>,
     progress: &Progress,
     solve_scratch: &Arc<Scratch>,
-) -> Result<(Staging, Summary)> {
+    staging: &mut Staging,
+) -> Result<Summary> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
     let ctx = engine::session(&EngineOptions {
@@ -87,7 +95,6 @@ async fn run_job_with(
     progress.detail(&format!("engine: {mode:?}, {} partitions", job.target_partitions));
     engine::register_microdata(&ctx, &job.microdata, job.csv_delimiter).await?;
     let last_view = engine::run_preludes(&ctx, &job.sql).await?;
-    let staging = Staging::new(&output)?;
     let mut report = Report {
         sdcflow_version: env!("CARGO_PKG_VERSION").into(),
         input: job.microdata.clone(),
@@ -133,7 +140,7 @@ async fn run_job_with(
             let parted = crate::cluster::roll_up::roll_up_table(
                 &ctx,
                 solve_scratch,
-                staging.dir(),
+                staging,
                 &query,
                 &t.safety,
                 &hierarchies,
@@ -216,7 +223,7 @@ async fn run_job_with(
     std::fs::write(&rp, json).map_err(|e| Error::io(&rp, e))?;
     let hp = staging.dir().join("report.html");
     std::fs::write(&hp, crate::report_html::render(&report)).map_err(|e| Error::io(&hp, e))?;
-    Ok((staging, Summary { output, report }))
+    Ok(Summary { output, report })
 }
 
 /// The input error for a table without records: publishing an empty table (and an audit that

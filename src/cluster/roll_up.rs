@@ -23,7 +23,8 @@ use super::wire::{self, Solved};
 use crate::error::{Error, Result};
 use crate::hierarchy::{Hierarchy, HierarchySpec};
 use crate::progress::Progress;
-use crate::publish::parts::{check_parts, PartSummary, PartTask};
+use crate::publish::parts::{check_parts, check_remote_parts, PartSummary, PartTask};
+use crate::publish::staging::Staging;
 use crate::publish::Tally;
 use crate::rules::Safety;
 use crate::tabulate::parts::PartLayout;
@@ -43,12 +44,12 @@ pub struct PartedTable {
 }
 
 /// Tabulates `query`, rolls it up in parts of about `part_cells` cells where `ctx` runs
-/// queries, applies `safety` and writes every part into the staging directory `staging`;
-/// returns `None` for a table without records.
+/// queries, applies `safety` and writes every part into the run's staging (its directory, or
+/// on an object store the run's prefix); returns `None` for a table without records.
 pub async fn roll_up_table(
     ctx: &SessionContext,
     scratch: &Scratch,
-    staging: &Path,
+    staging: &mut Staging,
     query: &TableQuery,
     safety: &Safety,
     hierarchies: &HashMap<String, HierarchySpec>,
@@ -66,13 +67,13 @@ pub async fn roll_up_table(
     if parts == 0 {
         return Ok(None);
     }
-    let root = std::fs::canonicalize(staging).map_err(|e| Error::io(staging, e))?;
+    let root = staging.parts_root()?;
     let task = PartTask {
         table: query.name.clone(),
         explanatory: query.explanatory.clone(),
         layout: PartLayout { dims: empty.dims.clone(), top_n: query.top_n, weighted: query.weight.is_some() },
         safety: safety.text.clone(),
-        root: root.display().to_string(),
+        root: root.clone(),
     };
     let header = wire::encode(&task).map_err(Error::Internal)?.replace('\'', "''");
     let sql = format!(
@@ -93,7 +94,13 @@ pub async fn roll_up_table(
         *parts_per_worker.entry(s.worker.clone()).or_default() += 1;
         summaries.push((summary, s.worker));
     }
-    let tally = check_parts(&root, &query.name, parts, &summaries)?;
+    let tally = if root.starts_with("s3://") {
+        let tally = check_remote_parts(&root, &query.name, parts, &summaries).await?;
+        staging.add_remote_files(summaries.into_iter().flat_map(|(s, _)| s.files));
+        tally
+    } else {
+        check_parts(Path::new(&root), &query.name, parts, &summaries)?
+    };
     Ok(Some(PartedTable { dims: empty.dims, tally, parts_per_worker, parts }))
 }
 

@@ -75,6 +75,29 @@ pub struct PartSummary {
 /// Rolls up part `part` of table `task` from its payload `data`, applies the primary rules and
 /// writes its two files into the staging directory (privately, then renamed into place).
 pub fn write_part(task: &PartTask, part: usize, data: &[u8]) -> Result<PartSummary> {
+    if task.root.starts_with("s3://") {
+        // Written here, then uploaded below the run's prefix (one PUT per file: atomic).
+        let local = tempfile::Builder::new()
+            .prefix("sdcflow-part-")
+            .tempdir()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        std::fs::write(local.path().join(OUTPUT_MARKER), "").map_err(|e| Error::io(local.path(), e))?;
+        let here = PartTask { root: local.path().display().to_string(), ..task.clone() };
+        let summary = write_part(&here, part, data)?;
+        let store = crate::store::s3_store(&task.root)?.ok_or_else(|| Error::Internal("no store".into()))?;
+        let prefix = url::Url::parse(&task.root).map_err(|e| Error::data(&task.root, e.to_string()))?;
+        let prefix = prefix.path().trim_matches('/').to_string();
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
+        for (rel, _) in &summary.files {
+            let bytes = std::fs::read(local.path().join(rel)).map_err(|e| Error::io(local.path().join(rel), e))?;
+            let key = object_store::path::Path::from(format!("{prefix}/{rel}").as_str());
+            tokio::task::block_in_place(|| {
+                handle.block_on(object_store::ObjectStoreExt::put(store.as_ref(), &key, bytes.into()))
+            })
+            .map_err(|e| Error::Store { url: format!("{}/{rel}", task.root), message: e.to_string() })?;
+        }
+        return Ok(summary);
+    }
     let safety = Safety::parse(&task.safety).map_err(|e| Error::Internal(format!("safety rules in a part: {e}")))?;
     let root = Path::new(&task.root);
     if !root.join(OUTPUT_MARKER).is_file() {
@@ -112,22 +135,77 @@ pub fn write_part(task: &PartTask, part: usize, data: &[u8]) -> Result<PartSumma
     Ok(PartSummary { part, cells: tally.cells, files, tally })
 }
 
-/// Checks that the staging directory `root` holds exactly the `parts` parts of `table` that the
-/// summaries report — every file named as expected, of the reported size, each cells file with
-/// the reported number of rows, no other file in the table's part folders — and merges the
-/// report figures in part order. Removes the unfinished parts of killed tasks. Any mismatch
-/// refuses the table (nothing is published).
+/// Checks that the staging directory `root` holds exactly the parts the summaries report
+/// ([`check_listing`]), after removing the unfinished parts of killed tasks.
 pub fn check_parts(root: &Path, table: &str, parts: usize, summaries: &[(PartSummary, String)]) -> Result<Tally> {
-    let refuse =
-        |why: String| Error::Protection { table: table.to_string(), message: format!("{why}; nothing is published") };
     let tmp = root.join(PARTS_TMP);
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
+    let mut listing = BTreeMap::new();
+    let mut rows = BTreeMap::new();
+    for dir in part_dirs(table) {
+        for f in files_in(&root.join(&dir))? {
+            let rel = format!("{dir}/{}", f.file_name().unwrap_or_default().to_string_lossy());
+            listing.insert(rel.clone(), std::fs::metadata(&f).map_err(|e| Error::io(&f, e))?.len());
+            if rel.ends_with(".parquet") {
+                let f = std::fs::File::open(&f).map_err(|e| Error::io(&f, e))?;
+                rows.insert(rel, parquet_rows(f)?);
+            }
+        }
+    }
+    check_listing(table, parts, summaries, &listing, &rows)
+}
+
+/// [`check_parts`] for parts below an object-store run prefix `root` (`s3://…/runs/RUN`):
+/// the listing and each cells file's footer come from the store.
+pub async fn check_remote_parts(
+    root: &str,
+    table: &str,
+    parts: usize,
+    summaries: &[(PartSummary, String)],
+) -> Result<Tally> {
+    use futures::TryStreamExt;
+    use object_store::ObjectStoreExt;
+    let store = crate::store::s3_store(root)?.ok_or_else(|| Error::Internal(format!("no store for {root}")))?;
+    let url = url::Url::parse(root).map_err(|e| Error::data(root, e.to_string()))?;
+    let prefix = url.path().trim_matches('/').to_string();
+    let err = |e: object_store::Error| Error::Store { url: root.to_string(), message: e.to_string() };
+    let mut listing = BTreeMap::new();
+    let mut rows = BTreeMap::new();
+    for dir in part_dirs(table) {
+        let p = object_store::path::Path::from(format!("{prefix}/{dir}").as_str());
+        let objects: Vec<_> = store.list(Some(&p)).try_collect().await.map_err(err)?;
+        for o in objects {
+            let rel = o.location.as_ref().strip_prefix(&format!("{prefix}/")).unwrap_or_default().to_string();
+            listing.insert(rel.clone(), o.size);
+            if rel.ends_with(".parquet") {
+                let bytes = store.get(&o.location).await.map_err(err)?.bytes().await.map_err(err)?;
+                rows.insert(rel, parquet_rows(bytes)?);
+            }
+        }
+    }
+    check_listing(table, parts, summaries, &listing, &rows)
+}
+
+/// The client's check of a table's parts: one summary per part, in order, each naming its
+/// part's files; `listing` (every file found in the table's part folders, relative to the
+/// output, with its size) holds exactly the reported files with the reported sizes; `rows`
+/// (each cells file's Parquet footer) holds the reported cell counts. Merges the report figures
+/// in part order. Any mismatch refuses the table (nothing is published).
+pub fn check_listing(
+    table: &str,
+    parts: usize,
+    summaries: &[(PartSummary, String)],
+    listing: &BTreeMap<String, u64>,
+    rows: &BTreeMap<String, u64>,
+) -> Result<Tally> {
+    let refuse =
+        |why: String| Error::Protection { table: table.to_string(), message: format!("{why}; nothing is published") };
     if summaries.len() != parts {
         return Err(refuse(format!("{} part results for {parts} parts", summaries.len())));
     }
-    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    let mut expected: BTreeMap<&str, u64> = BTreeMap::new();
     let mut tally: Option<Tally> = None;
     for (i, (s, worker)) in summaries.iter().enumerate() {
         let names: Vec<String> = s.files.iter().map(|f| f.0.clone()).collect();
@@ -135,20 +213,19 @@ pub fn check_parts(root: &Path, table: &str, parts: usize, summaries: &[(PartSum
             return Err(refuse(format!("refused the result of {worker} for part {i}: it reports files {names:?}")));
         }
         for (rel, size) in &s.files {
-            let p = root.join(rel);
-            let found = std::fs::metadata(&p).map(|m| m.len()).ok();
-            if found != Some(*size) {
+            let found = listing.get(rel);
+            if found != Some(size) {
                 return Err(refuse(format!(
                     "refused the result of {worker} for part {i}: {rel} has {} bytes, the executor reported {size}",
                     found.map_or("no file, 0".to_string(), |n| n.to_string())
                 )));
             }
-            expected.insert(rel.clone(), *size);
+            expected.insert(rel, *size);
         }
-        let rows = parquet_rows(&root.join(&s.files[0].0))?;
-        if rows != s.cells as u64 || s.tally.cells != s.cells {
+        let found = rows.get(&s.files[0].0).copied().unwrap_or(0);
+        if found != s.cells as u64 || s.tally.cells != s.cells {
             return Err(refuse(format!(
-                "refused the result of {worker} for part {i}: {rows} rows in its cells file, {} cells reported",
+                "refused the result of {worker} for part {i}: {found} rows in its cells file, {} cells reported",
                 s.cells
             )));
         }
@@ -157,22 +234,16 @@ pub fn check_parts(root: &Path, table: &str, parts: usize, summaries: &[(PartSum
             Some(t) => merge_tally(t, &s.tally),
         }
     }
-    for dir in part_dirs(table) {
-        for f in files_in(&root.join(&dir))? {
-            let rel = format!("{dir}/{}", f.file_name().unwrap_or_default().to_string_lossy());
-            if !expected.contains_key(&rel) {
-                return Err(refuse(format!("{rel} was written but no part reports it")));
-            }
-        }
+    if let Some(stray) = listing.keys().find(|f| !expected.contains_key(f.as_str())) {
+        return Err(refuse(format!("{stray} was written but no part reports it")));
     }
     tally.ok_or_else(|| Error::Internal(format!("table `{table}` has no parts")))
 }
 
 /// Rows of a Parquet file, from its footer.
-fn parquet_rows(p: &Path) -> Result<u64> {
+fn parquet_rows<R: parquet::file::reader::ChunkReader + 'static>(r: R) -> Result<u64> {
     use parquet::file::reader::FileReader;
-    let f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
-    let r = parquet::file::reader::SerializedFileReader::new(f)?;
+    let r = parquet::file::reader::SerializedFileReader::new(r)?;
     Ok(r.metadata().file_metadata().num_rows().max(0) as u64)
 }
 

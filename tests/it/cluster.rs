@@ -540,10 +540,15 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
     )
     .unwrap();
-    write_job(dir, &job(&data));
+    // A primaries-only table too: its parts are written by the executor below the run's prefix.
+    let with_parts = |j: String| {
+        let t = salary_table("counts", &["dept", "sex"], "FREQ(3,10)", r#"{ method = "none" }"#);
+        j.replacen("[[microaggregation]]", &format!("{t}[[microaggregation]]"), 1)
+    };
+    write_job(dir, &with_parts(job(&data)));
     std::fs::write(
         dir.join("s3.toml"),
-        job(Path::new("s3://census/micro/")).replace("dir = \"out\"", "dir = \"s3://census/results/run\""),
+        with_parts(job(Path::new("s3://census/micro/"))).replace("dir = \"out\"", "dir = \"s3://census/results/run\""),
     )
     .unwrap();
     let limit = Duration::from_secs(120);
@@ -571,6 +576,7 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     );
     let exec_log = std::fs::read_to_string(dir.join("exec.log")).unwrap();
     assert!(exec_log.contains("solving a subtable"), "the executor solved nothing:\n{exec_log}");
+    assert!(exec_log.contains("part 0 of table `counts` written"), "the executor wrote no part:\n{exec_log}");
     let dl = dir.join("dl");
     std::fs::create_dir_all(&dl).unwrap();
     // Only the inputs and the published run remain: the scratch prefix is gone.
@@ -579,7 +585,8 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
         "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/') and not o['Key'].startswith('results/run/'))\nassert keys == [], keys",
     );
     crate::s3::download_output(&endpoint, "census", "results/run", &dl);
-    for f in FILES {
+    let parts = ["confidential/counts/cells/part-00000.parquet", "publish/counts/published/part-00000.csv"];
+    for f in FILES.into_iter().chain(parts) {
         let a = std::fs::read(dl.join(f)).unwrap();
         let b = std::fs::read(dir.join("local").join(f)).unwrap();
         assert!(a == b, "{f} from the S3 cluster run differs from the local run");
