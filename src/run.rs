@@ -138,8 +138,7 @@ async fn run_job_with(
             // checks and commits them.
             let start = Instant::now();
             let parted = crate::cluster::roll_up::roll_up_table(
-                &ctx,
-                solve_scratch,
+                &executor,
                 staging,
                 &query,
                 &t.safety,

@@ -15,9 +15,8 @@ use std::sync::Arc;
 
 use arrow::array::{LargeBinaryArray, RecordBatch, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
-use datafusion::prelude::SessionContext;
 
-use super::ship::{query_partitions, Scratch};
+use super::ship::{query_partitions, Executor};
 use super::udf::ROLL_UP;
 use super::wire::{self, Solved};
 use crate::error::{Error, Result};
@@ -47,8 +46,7 @@ pub struct PartedTable {
 /// queries, applies `safety` and writes every part into the run's staging (its directory, or
 /// on an object store the run's prefix); returns `None` for a table without records.
 pub async fn roll_up_table(
-    ctx: &SessionContext,
-    scratch: &Scratch,
+    executor: &Executor,
     staging: &mut Staging,
     query: &TableQuery,
     safety: &Safety,
@@ -56,6 +54,7 @@ pub async fn roll_up_table(
     progress: &Progress,
     part_cells: u64,
 ) -> Result<Option<PartedTable>> {
+    let (ctx, scratch) = (&executor.ctx, executor.scratch.as_ref());
     let name = format!("__sdc_{}_parts", query.name.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
     let handle = tokio::runtime::Handle::current();
     let (empty, parts) = tabulate::tabulate_parts(ctx, query, hierarchies, progress, part_cells, &mut |i, inputs| {

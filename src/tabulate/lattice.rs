@@ -288,6 +288,9 @@ const WINDOW_CELLS: u128 = 1 << 23;
 /// A shard with more pairs than this is itself split across threads by contributor.
 const PARALLEL_SHARD_PAIRS: usize = 1 << 15;
 
+/// Hands the shards of a roll-up, in key order, to the function it is given.
+pub type ShardSource<'a> = dyn FnMut(&mut dyn FnMut(Shard)) + 'a;
+
 /// One shard: the cells whose leading `split` nodes are those of `prefix`, and the indices of
 /// the pairs (or leaf cells) under that prefix. Shards of one table never share a cell, so a
 /// shard rolled up anywhere gives final cells.
@@ -379,7 +382,7 @@ impl Lattice {
     /// shards at a time — and hands the results to `sink` in the same order.
     fn for_each_shard<T: Send>(
         &self,
-        source: &mut dyn FnMut(&mut dyn FnMut(Shard)),
+        source: &mut ShardSource<'_>,
         work: impl Fn(&Shard, usize) -> Vec<T> + Sync,
         sink: &mut (dyn FnMut(Vec<T>) -> Result<()> + Send),
     ) -> Result<()> {
@@ -586,7 +589,7 @@ pub fn roll_up_pairs<const N: usize>(
 pub fn roll_up_pair_shards<const N: usize>(
     lat: &Lattice,
     pairs: &Pairs,
-    source: &mut dyn FnMut(&mut dyn FnMut(Shard)),
+    source: &mut ShardSource<'_>,
     scale: f64,
     sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
 ) -> Result<()> {
@@ -612,7 +615,7 @@ pub fn roll_up_leaf_cells<const N: usize>(
 pub fn roll_up_leaf_shards<const N: usize>(
     lat: &Lattice,
     leaves: &[(u128, CellStats<N>)],
-    source: &mut dyn FnMut(&mut dyn FnMut(Shard)),
+    source: &mut ShardSource<'_>,
     sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
 ) -> Result<()> {
     if lat.is_empty() || leaves.is_empty() {
