@@ -9,7 +9,9 @@
 //! subtables as Parquet rows to a scratch location and runs `sdc_solve_subtable(payload)`
 //! ([`udf`]) over them, so Ballista schedules one task per partition file on whichever executor
 //! has a free slot, retries it elsewhere when an executor dies, and the client merges the
-//! results in partition-id order. [`crate::store`] lets the scheduler and executors open any `s3://`
+//! results in partition-id order. The roll-up and writing of primaries-only tables is shipped
+//! the same way, one part of whole shards per row ([`roll_up`]). [`crate::store`] lets the
+//! scheduler and executors open any `s3://`
 //! bucket from the `AWS_*` environment. README.md ("Distribution") explains the choice.
 
 pub mod roll_up;

@@ -12,6 +12,11 @@
 //! One mechanism serves every kind: a type that travels implements [`Wire`] (its JSON form and
 //! the conversions to and from it), and [`encode`] / [`decode`] add the version stamp, its
 //! check and the error messages. Results travel as [`Solved`]: the outcome and who computed it.
+//!
+//! The roll-up parts of primaries-only tables are the exception for their inputs: the table's
+//! [`PartTask`] travels as JSON, but a part's (leaf cell, contributor) pairs — millions of
+//! integers — travel as little-endian bytes in a binary column
+//! ([`crate::tabulate::parts`]).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -1010,9 +1015,49 @@ mod golden {
             }))
             .unwrap(),
         });
+        let geo = crate::hierarchy::Hierarchy::resolve(
+            "geo",
+            &crate::hierarchy::HierarchySpec::Levels(vec![1, 1]),
+            &["1a".to_string(), "2b".to_string()],
+        )
+        .unwrap();
+        let part_task = PartTask {
+            table: "t 'x'".into(),
+            explanatory: vec!["geo".into()],
+            layout: PartLayout { dims: vec![geo], top_n: 2, weighted: true },
+            safety: "NK(1,85)|FREQ(3,10)".into(),
+            root: "/out/.staging".into(),
+        };
+        let mut status_counts = BTreeMap::new();
+        status_counts.insert("U", 2);
+        status_counts.insert("S", 3);
+        let level =
+            |level, cells| LevelTally { level, cells, suppressed: 1, value: 0.1 + 0.2, suppressed_value: 1.0 / 3.0 };
+        let part_summary = PartSummary {
+            part: 3,
+            cells: 5,
+            files: vec![
+                ("confidential/t/cells/part-00003.parquet".into(), 1234),
+                ("publish/t/published/part-00003.csv".into(), 56),
+            ],
+            tally: Tally {
+                cells: 5,
+                status_counts,
+                total_abs: 0.1 + 0.7,
+                suppressed_abs: 1e-300,
+                by_level: vec![vec![level(0, 1), level(1, 2), level(2, 2)]],
+                heat_map: None,
+            },
+        };
         fn w<O>(outcome: O, worker: &str) -> Solved<O> {
             Solved { outcome, worker: worker.into() }
         }
+        // Parts round trip: hierarchies rebuilt node for node, figures bit for bit.
+        let back: PartTask = decode(&encode(&part_task).unwrap()).unwrap();
+        assert_eq!(back.layout.dims[0].nodes(), part_task.layout.dims[0].nodes());
+        assert_eq!((back.table.as_str(), back.layout.weighted), (part_task.table.as_str(), true));
+        let s = w(Ok::<_, String>(part_summary.clone()), "exec-5");
+        assert_eq!(decode::<Solved<Result<PartSummary, String>>>(&encode(&s).unwrap()).unwrap(), s);
         let lines = vec![
             ("subtable_task", encode(&sub)),
             ("subtable_outcome", encode(&w(Ok::<_, String>(so), "exec-1"))),
@@ -1040,6 +1085,9 @@ mod golden {
             ("nominal_task", encode(&nt)),
             ("nominal_outcome", encode(&w(nto, "exec-4"))),
             ("nominal_error", encode(&w(Err::<NominalStratumOutcome, _>("too few".to_string()), "exec-4"))),
+            ("part_task", encode(&part_task)),
+            ("part_outcome", encode(&w(Ok::<_, String>(part_summary), "exec-5"))),
+            ("part_error", encode(&w(Err::<PartSummary, _>("disk full".to_string()), "exec-5"))),
         ];
         let mut out = String::new();
         for (k, v) in lines {

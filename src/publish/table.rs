@@ -6,9 +6,10 @@
 //! (for audits and re-runs), `publish/<table>/published.csv` only what may be released.
 //!
 //! Tables published with primaries only can have hundreds of millions of cells (a 7-variable
-//! table of 2 M records has 363 M), more than fit in memory. The tabulation hands cells over in
-//! key order, a chunk at a time; [`TableWriter`] appends each chunk to both files and tallies
-//! the report figures, so memory is bounded by one chunk. Protected tables (secondary
+//! table of 2 M records has 363 M), more than fit in memory. They are written in parts
+//! ([`super::parts`], each part a pair of files like these); within a part the roll-up hands
+//! cells over in key order, a chunk at a time, and [`TableWriter`] appends each chunk to both
+//! files and tallies the report figures, so memory is bounded by one chunk. Protected tables (secondary
 //! suppression needs the whole table) go through the same writer in one chunk. Files are
 //! written inside the run's staging area; nothing is visible until the run commits.
 

@@ -17,6 +17,9 @@
 //!          cells sorted by coordinates (shards come out in key order)
 //! ```
 //!
+//! Primaries-only tables are rolled up in parts of whole shards wherever the engine runs
+//! queries ([`parts`]; the executors on a cluster), so their cells never reach the client.
+//!
 //! Without a contributor variable each record is a contributor: DataFusion summarises the leaf
 //! cells (count, sums, top-N of records) and the roll-up merges summaries. Sums are exact
 //! (DECIMAL(38,6) → i128) and the top-N lists are multisets, so results do not depend on
@@ -484,6 +487,7 @@ async fn tabulate_with<const N: usize>(
     let stage = progress.stage(&format!("{}: contributor pre-aggregation", t.name), 1);
     let mut emitted = 0usize;
     // Rolls `inputs` up here, or cuts them into parts; the number of parts (0 here).
+    let what = if matches!(target, Target::Parts { .. }) { "cutting into parts" } else { "roll-up" };
     let roll = |inputs: parts::Inputs<'_, N>| -> Result<usize> {
         match target {
             Target::Cells(sink) => {
@@ -527,7 +531,7 @@ async fn tabulate_with<const N: usize>(
             })
             .await?;
             stage.finish();
-            let stage = progress.stage(&format!("{}: roll-up of {} contributions", t.name, pairs.len()), 1);
+            let stage = progress.stage(&format!("{}: {what} of {} contributions", t.name, pairs.len()), 1);
             n_parts = roll(parts::Inputs::Pairs(&pairs))?;
             stage.finish();
         }
@@ -564,7 +568,7 @@ async fn tabulate_with<const N: usize>(
             })
             .await?;
             stage.finish();
-            let stage = progress.stage(&format!("{}: roll-up of {} leaf cells", t.name, leaves.len()), 1);
+            let stage = progress.stage(&format!("{}: {what} of {} leaf cells", t.name, leaves.len()), 1);
             n_parts = roll(parts::Inputs::Leaves(&leaves))?;
             stage.finish();
         }
