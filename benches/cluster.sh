@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Distribution benchmark: the same job in local mode, Ballista standalone, and loopback clusters
 # of 1, 2 and 4 executors; wall time, client CPU and peak RSS per mode, each executor's peak RSS
-# and shuffle bytes, outputs compared byte for byte with local mode.
+# and shuffle bytes, roll-up parts per executor (primaries-only tables), outputs compared byte
+# for byte with local mode (every Parquet and CSV file, parts included).
 # Usage: benches/cluster.sh JOB.toml WORK_DIR        (SDCFLOW = binary, default bench-release)
 #   MODES="local standalone one two four" (default "local one two four")
 #   TASKS = concurrent tasks per executor (default 1), EXEC_MEM_MB = each executor's
@@ -73,9 +74,10 @@ for mode in $MODES; do
       for e in $(seq 1 "$want"); do
         pid=${EXEC_PIDS[$((e - 1))]}
         hwm=$(awk '/VmHWM/ {printf "%.2f", $2 / 1048576}' "/proc/$pid/status" 2>/dev/null || echo "?")
-        printf '  %s-exec-%s: peak RSS %s GB, work dir %s, solver tasks: %s\n' "$mode" "$e" "$hwm" \
+        printf '  %s-exec-%s: peak RSS %s GB, work dir %s, solver tasks: %s, roll-up parts: %s\n' "$mode" "$e" "$hwm" \
           "$(du -sh "$WORK/$mode-exec-$e-work" | cut -f1)" \
-          "$(grep -c 'protecting\|solving a subtable\|stratum of' "$WORK/$mode-exec-$e.log" || true)"
+          "$(grep -c 'protecting\|solving a subtable\|stratum of' "$WORK/$mode-exec-$e.log" || true)" \
+          "$(grep -c 'written: ' "$WORK/$mode-exec-$e.log" || true)"
       done
       stop_all
       ;;

@@ -211,6 +211,13 @@ impl Hierarchy {
         &self.nodes
     }
 
+    /// Rebuilds a hierarchy from the [`Self::nodes`] of a resolved one (a roll-up task on an
+    /// executor gets the client's hierarchies this way, not their files).
+    pub fn from_nodes(variable: &str, nodes: Vec<Node>) -> Self {
+        let by_code = nodes.iter().enumerate().map(|(i, n)| (n.code.clone(), i)).collect();
+        Hierarchy { variable: variable.to_string(), nodes, by_code, widths: None }
+    }
+
     /// Node index of a code ([`TOTAL`] is 0).
     pub fn index(&self, code: &str) -> Option<usize> {
         self.by_code.get(code).copied()

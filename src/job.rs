@@ -284,6 +284,10 @@ pub struct EngineSpec {
     /// Memory limit for the query engine in MiB; beyond it operators spill to disk (default:
     /// no limit).
     pub memory_limit_mb: Option<usize>,
+    /// Upper bound of the cells of one output part of a primaries-only table (default
+    /// 4,194,304): each part is one roll-up task, written as one Parquet and one CSV file. The
+    /// part layout depends only on the data and this value, never on the executors.
+    pub part_cells: Option<u64>,
 }
 
 /// The secondary suppression of a table: `auto`, a solver method, or `none` (primaries only).
@@ -422,6 +426,8 @@ pub struct Job {
     pub target_partitions: usize,
     /// Engine memory limit in bytes.
     pub memory_limit: Option<usize>,
+    /// Cells (upper bound) per output part of a primaries-only table.
+    pub part_cells: u64,
     /// Groups of linked tables (names of tables protected jointly), each with ≥ 2 tables.
     pub linked: Vec<Vec<String>>,
 }
@@ -618,6 +624,9 @@ impl Job {
         if e.target_partitions == Some(0) {
             errs.push(jerr("engine: target_partitions must be ≥ 1".into()));
         }
+        if e.part_cells == Some(0) {
+            errs.push(jerr("engine: part_cells must be ≥ 1".into()));
+        }
         Error::collect(errs)?;
         Ok(Job {
             path: path.to_path_buf(),
@@ -633,6 +642,7 @@ impl Job {
                 .target_partitions
                 .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
             memory_limit: e.memory_limit_mb.map(|m| m * 1024 * 1024),
+            part_cells: e.part_cells.unwrap_or(crate::tabulate::parts::PART_CELLS),
             linked,
         })
     }

@@ -34,8 +34,9 @@
 //!        │   a-priori files, attacker-LP      │
 //!        │   audit — fail closed              │
 //!        ▼                              ▼
-//!  publish   cells.parquet, published.csv, masked.parquet, report.json (+ report_html),
-//!            staged and committed atomically; `sdcflow audit` re-checks a written table
+//!  publish   cells.parquet, published.csv (primaries-only tables: parts written where they
+//!            are rolled up), masked.parquet, report.json (+ report_html), staged and
+//!            committed atomically; `sdcflow audit` re-checks a written table
 //! ```
 //!
 //! [`run`] drives these stages for a job. Below the pipeline, and imported by it:

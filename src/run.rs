@@ -58,13 +58,20 @@ pub async fn run_job(job: &Job, mode: Option<EngineMode>, out: Option<&str>, pro
     let solve_scratch =
         Arc::new(Scratch::for_run(output, matches!(mode.as_ref().unwrap_or(&job.mode), EngineMode::Remote(_)))?);
     progress.detail(&format!("solver partitions staged in {}", solve_scratch.describe()));
-    let result = run_job_with(job, mode, out, progress, &solve_scratch).await;
+    let mut staging = Staging::new(output)?;
+    let result = run_job_with(job, mode, out, progress, &solve_scratch, &mut staging).await;
     let removed = match Arc::try_unwrap(solve_scratch) {
         Ok(s) => s.remove().await,
         Err(_) => Err(Error::Internal("solver scratch still in use at the end of the run".into())),
     };
-    let (staging, summary) = result?;
-    removed?;
+    let summary = match (result, removed) {
+        (Ok(s), Ok(())) => s,
+        (Err(e), _) | (_, Err(e)) => {
+            // Files the executors wrote below an object-store run prefix go too.
+            staging.abort().await;
+            return Err(e);
+        }
+    };
     staging.commit().await?;
     Ok(summary)
 }
@@ -75,7 +82,8 @@ async fn run_job_with(
     out: Option<&str>,
     progress: &Progress,
     solve_scratch: &Arc<Scratch>,
-) -> Result<(Staging, Summary)> {
+    staging: &mut Staging,
+) -> Result<Summary> {
     let output = out.unwrap_or(&job.output).to_string();
     let mode = mode.unwrap_or_else(|| job.mode.clone());
     let ctx = engine::session(&EngineOptions {
@@ -87,7 +95,6 @@ async fn run_job_with(
     progress.detail(&format!("engine: {mode:?}, {} partitions", job.target_partitions));
     engine::register_microdata(&ctx, &job.microdata, job.csv_delimiter).await?;
     let last_view = engine::run_preludes(&ctx, &job.sql).await?;
-    let staging = Staging::new(&output)?;
     let mut report = Report {
         sdcflow_version: env!("CARGO_PKG_VERSION").into(),
         input: job.microdata.clone(),
@@ -126,32 +133,26 @@ async fn run_job_with(
             report.warnings.push(w);
         }
         if !t.secondary.protects() && t.apriori.is_none() && linked.is_none() {
-            // Nothing needs the whole table: assess and write each chunk as it is tabulated.
+            // Nothing needs the whole table: it is rolled up, assessed and written in parts
+            // where the engine runs queries (the executors on a cluster); the client only
+            // checks and commits them.
             let start = Instant::now();
-            let mut writer: Option<TableWriter> = None;
-            let mut publish_s = 0.0;
-            let empty = tabulate::tabulate_streaming(&ctx, &query, &hierarchies, progress, &mut |chunk| {
-                let start = Instant::now();
-                let a = assess(&t.safety, chunk);
-                if writer.is_none() {
-                    writer = Some(TableWriter::create(
-                        staging.dir(),
-                        &t.name,
-                        &t.explanatory,
-                        &a.cells.dims,
-                        a.cells.weight.is_some(),
-                    )?);
-                }
-                writer.as_mut().expect("created above").write(&a)?;
-                publish_s += start.elapsed().as_secs_f64();
-                Ok(())
-            })
+            let parted = crate::cluster::roll_up::roll_up_table(
+                &executor,
+                staging,
+                &query,
+                &t.safety,
+                &hierarchies,
+                progress,
+                job.part_cells,
+            )
             .await?;
-            let Some(writer) = writer else { return Err(no_rows(t, &job.microdata)) };
-            let tally = writer.finish()?;
-            timings.insert("tabulate".to_string(), start.elapsed().as_secs_f64() - publish_s);
-            timings.insert("primary_and_write".to_string(), publish_s);
-            report.tables.push(table_report(t, &tally, &empty.dims, None, timings));
+            let Some(parted) = parted else { return Err(no_rows(t, &job.microdata)) };
+            timings.insert("tabulate_primary_and_write".to_string(), start.elapsed().as_secs_f64());
+            let mut r = table_report(t, &parted.tally, &parted.dims, None, timings);
+            r.files = (0..parted.parts).flat_map(|i| crate::publish::parts::part_files(&t.name, i)).collect();
+            r.parts_per_worker = parted.parts_per_worker;
+            report.tables.push(r);
             continue;
         }
         let start = Instant::now();
@@ -221,7 +222,7 @@ async fn run_job_with(
     std::fs::write(&rp, json).map_err(|e| Error::io(&rp, e))?;
     let hp = staging.dir().join("report.html");
     std::fs::write(&hp, crate::report_html::render(&report)).map_err(|e| Error::io(&hp, e))?;
-    Ok((staging, Summary { output, report }))
+    Ok(Summary { output, report })
 }
 
 /// The input error for a table without records: publishing an empty table (and an audit that
@@ -379,6 +380,7 @@ fn table_report(
             })
             .unwrap_or_default(),
         protected_on: p.map(|p| p.worker.clone()).unwrap_or_default(),
+        parts_per_worker: BTreeMap::new(),
         timings_s: timings,
     }
 }

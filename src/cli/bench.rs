@@ -92,7 +92,11 @@ pub async fn tabulate(
     let (cells, primaries, tabulate_s) = if write {
         let summary = sdcflow::run::run_job(&job, None, None, progress).await?;
         let t = &summary.report.tables[0];
-        (t.cells, t.primaries, t.timings_s.get("tabulate").copied().unwrap_or(0.0))
+        (
+            t.cells,
+            t.primaries,
+            t.timings_s.get("tabulate").or(t.timings_s.get("tabulate_primary_and_write")).copied().unwrap_or(0.0),
+        )
     } else {
         let ctx = sdcflow::engine::session(&sdcflow::engine::EngineOptions {
             mode: sdcflow::job::EngineMode::Local,

@@ -153,9 +153,13 @@ pub enum Command {
         /// `sdc_test_scan_delay`.
         #[arg(long, default_value_t = 0, hide = true)]
         test_scan_delay_ms: u64,
-        /// Fault injection for tests: lie in every whole-table result (secondaries published).
+        /// Fault injection for tests: lie in every whole-table result (secondaries published)
+        /// and in every part (a line more than reported).
         #[arg(long, hide = true)]
         test_tamper_results: bool,
+        /// Fault injection for tests: sleep this many milliseconds before each roll-up part.
+        #[arg(long, default_value_t = 0, hide = true)]
+        test_roll_up_delay_ms: u64,
     },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
@@ -285,6 +289,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             test_solve_delay_ms,
             test_scan_delay_ms,
             test_tamper_results,
+            test_roll_up_delay_ms,
         } => {
             let o = sdcflow::cluster::ExecutorOptions {
                 bind_host,
@@ -299,6 +304,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 test_solve_delay_ms,
                 test_scan_delay_ms,
                 test_tamper_results,
+                test_roll_up_delay_ms,
             };
             Ok(sdcflow::cluster::run_executor(&o).await?)
         }

@@ -9,9 +9,12 @@
 //! subtables as Parquet rows to a scratch location and runs `sdc_solve_subtable(payload)`
 //! ([`udf`]) over them, so Ballista schedules one task per partition file on whichever executor
 //! has a free slot, retries it elsewhere when an executor dies, and the client merges the
-//! results in partition-id order. [`crate::store`] lets the scheduler and executors open any `s3://`
+//! results in partition-id order. The roll-up and writing of primaries-only tables is shipped
+//! the same way, one part of whole shards per row ([`roll_up`]). [`crate::store`] lets the
+//! scheduler and executors open any `s3://`
 //! bucket from the `AWS_*` environment. README.md ("Distribution") explains the choice.
 
+pub mod roll_up;
 pub mod ship;
 pub mod udf;
 pub mod wire;
@@ -131,8 +134,11 @@ pub struct ExecutorOptions {
     /// Fault injection for tests: sleep this long in each batch through
     /// `sdc_test_scan_delay` (0 = off).
     pub test_scan_delay_ms: u64,
-    /// Fault injection for tests: publish the secondaries of every whole-table result again.
+    /// Fault injection for tests: publish the secondaries of every whole-table result again,
+    /// and one line more in every part than reported.
     pub test_tamper_results: bool,
+    /// Fault injection for tests: sleep this long before each roll-up part (0 = off).
+    pub test_roll_up_delay_ms: u64,
 }
 
 /// Runs a Ballista executor registered with the scheduler until the process is stopped.
@@ -163,6 +169,7 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     udf::set_test_solve_delay_ms(o.test_solve_delay_ms);
     udf::set_test_scan_delay_ms(o.test_scan_delay_ms);
     udf::set_test_tamper_results(o.test_tamper_results);
+    udf::set_test_roll_up_delay_ms(o.test_roll_up_delay_ms);
     let config = ExecutorProcessConfig {
         executor_id,
         bind_host: o.bind_host.clone(),

@@ -101,7 +101,7 @@ impl Scratch {
     }
 
     /// The location of sub-directory `name`, as a path or URL DataFusion can scan.
-    fn location(&self, name: &str) -> String {
+    pub(crate) fn location(&self, name: &str) -> String {
         match self {
             Scratch::Local(t) => format!("{}/", t.path().join(name).display()),
             Scratch::Store { url, .. } => format!("{url}/{name}/"),
@@ -109,7 +109,7 @@ impl Scratch {
     }
 
     /// Writes `bytes` as `name/file`.
-    async fn put(&self, name: &str, file: &str, bytes: Vec<u8>) -> Result<()> {
+    pub(crate) async fn put(&self, name: &str, file: &str, bytes: Vec<u8>) -> Result<()> {
         match self {
             Scratch::Local(t) => {
                 let dir: PathBuf = t.path().join(name);
@@ -284,15 +284,30 @@ pub async fn run_partitions(
         scratch.put(name, &format!("part-{f:05}.parquet"), buf).await?;
     }
     drop(payloads);
+    let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
+    query_partitions(ctx, scratch, name, func, &sql, n).await
+}
+
+/// Registers scratch directory `name`, runs `sql` (which must give one row `(id, result)` per
+/// partition, ids `0..n`) through `ctx` and returns the results in id order. On a cluster the
+/// query is submitted again when it failed for another reason than `func` refusing a payload
+/// (see [`QUERY_ATTEMPTS`]).
+pub(crate) async fn query_partitions(
+    ctx: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    func: &str,
+    sql: &str,
+    n: usize,
+) -> Result<Vec<String>> {
     let location = scratch.location(name);
     ctx.register_parquet(name, &location, ParquetReadOptions::default())
         .await
         .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
-    let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
     let attempts = if is_distributed(ctx) { QUERY_ATTEMPTS } else { 1 };
     let mut attempt = 1;
     let result = loop {
-        match async { ctx.sql(&sql).await?.collect().await }.await {
+        match async { ctx.sql(sql).await?.collect().await }.await {
             // A payload the function refused fails the same way everywhere: report it now.
             Err(e) if attempt < attempts && !e.to_string().contains(func) => {
                 crate::progress::warn_installed(&format!(

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use super::wire::{self, Solved, Wire};
 use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
+use crate::publish::parts::{write_part, PartTask};
 use crate::suppress::{
     solve_table_task, solve_task, SubtableOutcome, SubtableTask, SuppressError, TableOutcome, TableTask,
 };
@@ -58,8 +59,9 @@ static TEST_SCAN_DELAY_MS: AtomicU64 = AtomicU64::new(0);
 static TEST_TAMPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Fault injection for tests: this process lies in every whole-table result — each secondary
-/// of the first table published again, the audit figures left as they were — so a test can
-/// prove that the client refuses an executor's word and publishes nothing.
+/// of the first table published again, the audit figures left as they were — and in every
+/// part it writes (one more published line than reported), so a test can prove that the
+/// client refuses an executor's word and publishes nothing.
 pub fn set_test_tamper_results(on: bool) {
     TEST_TAMPER.store(on, Ordering::Relaxed);
 }
@@ -110,12 +112,118 @@ impl ScalarUDFImpl for ScanDelayUdf {
     }
 }
 
-/// Every scalar function sdcflow registers: the solver-partition functions and
+/// Every scalar function sdcflow registers: the solver-partition functions, [`ROLL_UP`] and
 /// [`TEST_SCAN_DELAY`].
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     let mut all = PartitionUdf::all();
+    all.push(RollUpUdf::udf());
     all.push(ScanDelayUdf::udf());
     all
+}
+
+/// SQL name of the function that rolls up, assesses and writes one part of a primaries-only
+/// table: `sdc_roll_up(task, inputs)` → the part's summary ([`crate::publish::parts`]).
+pub const ROLL_UP: &str = "sdc_roll_up";
+
+static TEST_ROLL_UP_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Fault injection for tests: every part rolled up by this process first sleeps `ms`
+/// milliseconds, so a test can kill an executor inside a roll-up task.
+pub fn set_test_roll_up_delay_ms(ms: u64) {
+    TEST_ROLL_UP_DELAY_MS.store(ms, Ordering::Relaxed);
+}
+
+/// `sdc_roll_up(task Utf8, part UInt64, inputs LargeBinary)` → `Utf8`: one part per row (see
+/// [`ROLL_UP`]); `task` is the table's [`PartTask`], the same in every row.
+///
+/// Rows are done one after the other: each part is itself rolled up on all threads (rayon),
+/// and a part's memory is bounded by its window of shards. Writing errors come back in the
+/// row, like solver errors; only a broken payload fails the task.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct RollUpUdf {
+    signature: Signature,
+}
+
+impl RollUpUdf {
+    /// The function, ready to register.
+    pub fn udf() -> Arc<ScalarUDF> {
+        let signature =
+            Signature::exact(vec![DataType::Utf8, DataType::UInt64, DataType::LargeBinary], Volatility::Volatile);
+        Arc::new(ScalarUDF::from(Self { signature }))
+    }
+
+    /// Rolls up, assesses and writes one part: the result row.
+    fn row(task: &PartTask, part: usize, inputs: &[u8]) -> std::result::Result<String, String> {
+        let worker = worker_identity();
+        let in_executor = WORKER.get().is_some();
+        if in_executor {
+            eprintln!("sdcflow {worker}: rolling up part {} of table `{}`", part, task.table);
+        }
+        let delay = TEST_ROLL_UP_DELAY_MS.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+        let t0 = std::time::Instant::now();
+        let outcome = write_part(task, part, inputs).map_err(|e| e.to_string());
+        if let (true, Ok(s)) = (TEST_TAMPER.load(Ordering::Relaxed), &outcome) {
+            // Publishes one more line than the part reports.
+            let csv = std::path::Path::new(&task.root).join(&s.files[1].0);
+            let mut f = std::fs::OpenOptions::new().append(true).open(&csv).map_err(|e| e.to_string())?;
+            std::io::Write::write_all(&mut f, b"tampered\n").map_err(|e| e.to_string())?;
+        }
+        if in_executor {
+            match &outcome {
+                Ok(s) => eprintln!(
+                    "sdcflow {worker}: part {} of table `{}` written: {} cells in {:.3} s",
+                    part,
+                    task.table,
+                    s.cells,
+                    t0.elapsed().as_secs_f64()
+                ),
+                Err(e) => eprintln!("sdcflow {worker}: part {} of table `{}` failed: {e}", part, task.table),
+            }
+        }
+        wire::encode(&Solved { outcome, worker })
+    }
+}
+
+impl ScalarUDFImpl for RollUpUdf {
+    fn name(&self) -> &str {
+        ROLL_UP
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let tasks = arrays[0].as_string::<i32>();
+        let parts = arrays[1].as_primitive::<arrow::datatypes::UInt64Type>();
+        let inputs = arrays[2].as_binary::<i64>();
+        if tasks.null_count() > 0 || parts.null_count() > 0 || inputs.null_count() > 0 {
+            return exec_err!("{ROLL_UP}: NULL payload");
+        }
+        let mut out = Vec::with_capacity(tasks.len());
+        let mut decoded: Option<(&str, PartTask)> = None;
+        for i in 0..tasks.len() {
+            // The task is the same in every row: decode it once per batch.
+            let text = tasks.value(i);
+            if decoded.as_ref().is_none_or(|d| d.0 != text) {
+                match wire::decode::<PartTask>(text) {
+                    Ok(t) => decoded = Some((text, t)),
+                    Err(e) => return exec_err!("{ROLL_UP} on {}: {e}", worker_identity()),
+                }
+            }
+            let task = &decoded.as_ref().expect("decoded above").1;
+            match Self::row(task, parts.value(i) as usize, inputs.value(i)) {
+                Ok(s) => out.push(s),
+                Err(e) => return exec_err!("{ROLL_UP} on {}: {e}", worker_identity()),
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(StringArray::from(out)) as ArrayRef))
+    }
 }
 
 /// What a partition function solves.

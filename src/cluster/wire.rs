@@ -12,17 +12,28 @@
 //! One mechanism serves every kind: a type that travels implements [`Wire`] (its JSON form and
 //! the conversions to and from it), and [`encode`] / [`decode`] add the version stamp, its
 //! check and the error messages. Results travel as [`Solved`]: the outcome and who computed it.
+//!
+//! The roll-up parts of primaries-only tables are the exception for their inputs: the table's
+//! [`PartTask`] travels as JSON, but a part's (leaf cell, contributor) pairs — millions of
+//! integers — travel as little-endian bytes in a binary column
+//! ([`crate::tabulate::parts`]).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use crate::hierarchy::{Hierarchy, Node};
 use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
+use crate::publish::parts::{PartSummary, PartTask};
+use crate::publish::{HeatMap, LevelTally, Tally};
 use crate::suppress::{
     AuditSummary, Method, ProtectOptions, SubtableOutcome, SubtableStatus, SubtableTask, SuppressError, TableOutcome,
     TableTask,
 };
 use crate::table::{Cell, CellStatus, Dimension, Table};
+use crate::tabulate::parts::PartLayout;
 
 /// sdcflow version stamped into every payload.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -98,7 +109,9 @@ stamped!(
     WireTableTask,
     WireTableOutcome,
     WireNominal,
-    WireNominalOutcome
+    WireNominalOutcome,
+    WirePartTask,
+    WirePartOutcome
 );
 
 #[derive(Serialize, Deserialize)]
@@ -740,6 +753,193 @@ mod tests {
     }
 }
 
+/// A hierarchy as its nodes' codes and parents (pre-order; depths and children follow).
+#[derive(Serialize, Deserialize)]
+pub struct WireHierarchy {
+    variable: String,
+    codes: Vec<String>,
+    parents: Vec<Option<usize>>,
+}
+
+impl WireHierarchy {
+    fn of(h: &Hierarchy) -> Self {
+        Self {
+            variable: h.variable().to_string(),
+            codes: h.nodes().iter().map(|n| n.code.clone()).collect(),
+            parents: h.nodes().iter().map(|n| n.parent).collect(),
+        }
+    }
+
+    fn rebuild(self) -> Result<Hierarchy, String> {
+        let mut nodes: Vec<Node> = Vec::with_capacity(self.codes.len());
+        for (i, (code, parent)) in self.codes.into_iter().zip(self.parents).enumerate() {
+            let depth = match parent {
+                None if i == 0 => 0,
+                Some(p) if p < i => nodes[p].depth + 1,
+                _ => return Err(format!("hierarchy `{}`: node {i} has parent {parent:?}", self.variable)),
+            };
+            if let Some(p) = parent {
+                nodes[p].children.push(i);
+            }
+            nodes.push(Node { code, parent, depth, children: Vec::new() });
+        }
+        if nodes.is_empty() {
+            return Err(format!("hierarchy `{}` without nodes", self.variable));
+        }
+        Ok(Hierarchy::from_nodes(&self.variable, nodes))
+    }
+}
+
+/// JSON form of a [`PartTask`] (its inputs travel beside it as bytes).
+#[derive(Serialize, Deserialize)]
+pub struct WirePartTask {
+    version: String,
+    table: String,
+    explanatory: Vec<String>,
+    dims: Vec<WireHierarchy>,
+    top_n: usize,
+    weighted: bool,
+    safety: String,
+    root: String,
+}
+
+impl Wire for PartTask {
+    const WHAT: &'static str = "roll-up part";
+    type Repr = WirePartTask;
+    fn to_repr(&self) -> Result<WirePartTask, String> {
+        Ok(WirePartTask {
+            version: VERSION.into(),
+            table: self.table.clone(),
+            explanatory: self.explanatory.clone(),
+            dims: self.layout.dims.iter().map(WireHierarchy::of).collect(),
+            top_n: self.layout.top_n,
+            weighted: self.layout.weighted,
+            safety: self.safety.clone(),
+            root: self.root.clone(),
+        })
+    }
+    fn from_repr(w: WirePartTask) -> Result<Self, String> {
+        let dims = w.dims.into_iter().map(WireHierarchy::rebuild).collect::<Result<Vec<_>, _>>()?;
+        Ok(PartTask {
+            table: w.table,
+            explanatory: w.explanatory,
+            layout: PartLayout { dims, top_n: w.top_n, weighted: w.weighted },
+            safety: w.safety,
+            root: w.root,
+        })
+    }
+}
+
+/// One hierarchy level's figures, floats as bit patterns.
+#[derive(Serialize, Deserialize)]
+pub struct WireLevel {
+    level: usize,
+    cells: usize,
+    suppressed: usize,
+    value_bits: u64,
+    suppressed_value_bits: u64,
+}
+
+/// JSON form of a written part or its error.
+#[derive(Serialize, Deserialize)]
+pub struct WirePartOutcome {
+    version: String,
+    worker: String,
+    part: usize,
+    cells: usize,
+    files: Vec<(String, u64)>,
+    status_counts: BTreeMap<String, usize>,
+    total_abs_bits: u64,
+    suppressed_abs_bits: u64,
+    by_level: Vec<Vec<WireLevel>>,
+    heat_map: Option<HeatMap>,
+    error: Option<String>,
+}
+
+/// A written part (files, sizes, report figures) or why it could not be written.
+impl Wire for Solved<Result<PartSummary, String>> {
+    const WHAT: &'static str = "roll-up part result";
+    type Repr = WirePartOutcome;
+    fn to_repr(&self) -> Result<WirePartOutcome, String> {
+        let mut w = WirePartOutcome {
+            version: VERSION.into(),
+            worker: self.worker.clone(),
+            part: 0,
+            cells: 0,
+            files: Vec::new(),
+            status_counts: BTreeMap::new(),
+            total_abs_bits: 0,
+            suppressed_abs_bits: 0,
+            by_level: Vec::new(),
+            heat_map: None,
+            error: None,
+        };
+        match &self.outcome {
+            Ok(s) => {
+                w.part = s.part;
+                w.cells = s.cells;
+                w.files = s.files.clone();
+                let t = &s.tally;
+                w.status_counts = t.status_counts.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+                w.total_abs_bits = bits(t.total_abs);
+                w.suppressed_abs_bits = bits(t.suppressed_abs);
+                w.by_level = t
+                    .by_level
+                    .iter()
+                    .map(|ls| {
+                        ls.iter()
+                            .map(|l| WireLevel {
+                                level: l.level,
+                                cells: l.cells,
+                                suppressed: l.suppressed,
+                                value_bits: bits(l.value),
+                                suppressed_value_bits: bits(l.suppressed_value),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                w.heat_map = t.heat_map.clone();
+            }
+            Err(e) => w.error = Some(e.clone()),
+        }
+        Ok(w)
+    }
+    fn from_repr(w: WirePartOutcome) -> Result<Self, String> {
+        if let Some(e) = w.error {
+            return Ok(Solved { outcome: Err(e), worker: w.worker });
+        }
+        let mut status_counts = BTreeMap::new();
+        for (k, v) in w.status_counts {
+            let s = CellStatus::from_letter(&k).ok_or_else(|| format!("unknown status {k:?}"))?;
+            status_counts.insert(s.letter(), v);
+        }
+        let tally = Tally {
+            cells: w.cells,
+            status_counts,
+            total_abs: float(w.total_abs_bits),
+            suppressed_abs: float(w.suppressed_abs_bits),
+            by_level: w
+                .by_level
+                .into_iter()
+                .map(|ls| {
+                    ls.into_iter()
+                        .map(|l| LevelTally {
+                            level: l.level,
+                            cells: l.cells,
+                            suppressed: l.suppressed,
+                            value: float(l.value_bits),
+                            suppressed_value: float(l.suppressed_value_bits),
+                        })
+                        .collect()
+                })
+                .collect(),
+            heat_map: w.heat_map,
+        };
+        let summary = PartSummary { part: w.part, cells: w.cells, files: w.files, tally };
+        Ok(Solved { outcome: Ok(summary), worker: w.worker })
+    }
+}
+
 #[cfg(test)]
 mod golden {
     use super::*;
@@ -815,9 +1015,49 @@ mod golden {
             }))
             .unwrap(),
         });
+        let geo = crate::hierarchy::Hierarchy::resolve(
+            "geo",
+            &crate::hierarchy::HierarchySpec::Levels(vec![1, 1]),
+            &["1a".to_string(), "2b".to_string()],
+        )
+        .unwrap();
+        let part_task = PartTask {
+            table: "t 'x'".into(),
+            explanatory: vec!["geo".into()],
+            layout: PartLayout { dims: vec![geo], top_n: 2, weighted: true },
+            safety: "NK(1,85)|FREQ(3,10)".into(),
+            root: "/out/.staging".into(),
+        };
+        let mut status_counts = BTreeMap::new();
+        status_counts.insert("U", 2);
+        status_counts.insert("S", 3);
+        let level =
+            |level, cells| LevelTally { level, cells, suppressed: 1, value: 0.1 + 0.2, suppressed_value: 1.0 / 3.0 };
+        let part_summary = PartSummary {
+            part: 3,
+            cells: 5,
+            files: vec![
+                ("confidential/t/cells/part-00003.parquet".into(), 1234),
+                ("publish/t/published/part-00003.csv".into(), 56),
+            ],
+            tally: Tally {
+                cells: 5,
+                status_counts,
+                total_abs: 0.1 + 0.7,
+                suppressed_abs: 1e-300,
+                by_level: vec![vec![level(0, 1), level(1, 2), level(2, 2)]],
+                heat_map: None,
+            },
+        };
         fn w<O>(outcome: O, worker: &str) -> Solved<O> {
             Solved { outcome, worker: worker.into() }
         }
+        // Parts round trip: hierarchies rebuilt node for node, figures bit for bit.
+        let back: PartTask = decode(&encode(&part_task).unwrap()).unwrap();
+        assert_eq!(back.layout.dims[0].nodes(), part_task.layout.dims[0].nodes());
+        assert_eq!((back.table.as_str(), back.layout.weighted), (part_task.table.as_str(), true));
+        let s = w(Ok::<_, String>(part_summary.clone()), "exec-5");
+        assert_eq!(decode::<Solved<Result<PartSummary, String>>>(&encode(&s).unwrap()).unwrap(), s);
         let lines = vec![
             ("subtable_task", encode(&sub)),
             ("subtable_outcome", encode(&w(Ok::<_, String>(so), "exec-1"))),
@@ -845,6 +1085,9 @@ mod golden {
             ("nominal_task", encode(&nt)),
             ("nominal_outcome", encode(&w(nto, "exec-4"))),
             ("nominal_error", encode(&w(Err::<NominalStratumOutcome, _>("too few".to_string()), "exec-4"))),
+            ("part_task", encode(&part_task)),
+            ("part_outcome", encode(&w(Ok::<_, String>(part_summary), "exec-5"))),
+            ("part_error", encode(&w(Err::<PartSummary, _>("disk full".to_string()), "exec-5"))),
         ];
         let mut out = String::new();
         for (k, v) in lines {

@@ -160,9 +160,14 @@ impl AuditOutcome {
     }
 }
 
-/// The table a `cells.parquet` belongs to: `name`, or the file's directory name.
+/// The table a `cells.parquet` (or a `cells` folder of parts, or one of its parts) belongs to:
+/// `name`, or the name of the folder holding the file or `cells` folder.
 fn table_of<'j>(job: &'j Job, cells: &Path, name: Option<&str>) -> Result<&'j TableJob> {
-    let guess = cells.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+    let mut dir = if cells.is_dir() { Some(cells) } else { cells.parent() };
+    if dir.is_some_and(|d| d.file_name().is_some_and(|n| n == "cells")) {
+        dir = dir.and_then(Path::parent);
+    }
+    let guess = dir.and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
     let wanted = name.map(str::to_string).or(guess).unwrap_or_default();
     job.tables.iter().find(|t| t.name == wanted).ok_or_else(|| {
         Error::job(
@@ -187,19 +192,9 @@ struct Columns {
     upl: Vec<f64>,
 }
 
+/// The cells of a written table: one Parquet file, or a local folder of parts (a
+/// primaries-only table, [`super::parts`]) read in name order.
 fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
-    let name = path.display().to_string();
-    let bytes = if name.starts_with("s3://") {
-        // An object-store output is read through its manifest (the published run).
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
-        tokio::task::block_in_place(|| handle.block_on(crate::publish::staging::read_location(&name)))?
-    } else {
-        std::fs::read(path).map_err(|e| Error::io(path, e))?
-    };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
-        .map_err(|e| Error::data(&name, format!("not a Parquet file: {e}")))?
-        .build()
-        .map_err(|e| Error::data(&name, e.to_string()))?;
     let mut c = Columns {
         codes: vec![Vec::new(); variables.len()],
         freq: Vec::new(),
@@ -210,6 +205,41 @@ fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
         lpl: Vec::new(),
         upl: Vec::new(),
     };
+    if path.is_dir() {
+        let mut parts: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| Error::io(path, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        parts.sort();
+        if parts.is_empty() {
+            return Err(Error::data(path.display().to_string(), "no Parquet parts in this folder"));
+        }
+        for p in parts {
+            let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+            read_file_columns(&p.display().to_string(), bytes, variables, &mut c)?;
+        }
+        return Ok(c);
+    }
+    let name = path.display().to_string();
+    let bytes = if name.starts_with("s3://") {
+        // An object-store output is read through its manifest (the published run).
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
+        tokio::task::block_in_place(|| handle.block_on(crate::publish::staging::read_location(&name)))?
+    } else {
+        std::fs::read(path).map_err(|e| Error::io(path, e))?
+    };
+    read_file_columns(&name, bytes, variables, &mut c)?;
+    Ok(c)
+}
+
+/// Appends the cells of one Parquet file (`bytes`, called `name` in messages) to `c`.
+fn read_file_columns(name: &str, bytes: Vec<u8>, variables: &[String], c: &mut Columns) -> Result<()> {
+    let name = name.to_string();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+        .map_err(|e| Error::data(&name, format!("not a Parquet file: {e}")))?
+        .build()
+        .map_err(|e| Error::data(&name, e.to_string()))?;
     for b in reader {
         let b = b.map_err(|e| Error::data(&name, e.to_string()))?;
         let col = |n: &str, ty: &DataType| -> Result<std::sync::Arc<dyn Array>> {
@@ -240,7 +270,7 @@ fn read_columns(path: &Path, variables: &[String]) -> Result<Columns> {
         c.lpl.extend(f64s(column::LPL)?);
         c.upl.extend(f64s(column::UPL)?);
     }
-    Ok(c)
+    Ok(())
 }
 
 /// A cell named by its codes, e.g. `geo=1101, sex=Total`.

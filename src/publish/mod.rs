@@ -5,6 +5,8 @@
 //! - [`table`]: the table-output contract — `confidential/<table>/cells.parquet` (every cell
 //!   with its status and protection levels) and `publish/<table>/published.csv` (only what may
 //!   be released), written chunk by chunk with the report figures tallied on the way.
+//! - [`parts`]: primaries-only tables as part files, written where the roll-up runs and
+//!   committed only when every part is exactly as reported.
 //! - [`staging`]: where sdcflow may write, and the atomic commit (directory renames locally, a
 //!   manifest on an object store).
 //! - [`report`]: `report.json`, the audit trail of a publication.
@@ -12,6 +14,7 @@
 //!   the columns [`table`] writes.
 
 pub mod audit;
+pub mod parts;
 pub mod report;
 pub mod staging;
 pub mod table;

@@ -89,6 +89,10 @@ pub struct TableReport {
     /// cluster executor, or the client process in local mode. Not deterministic.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub protected_on: String,
+    /// Primaries-only tables: how many parts each worker rolled up and wrote (a cluster
+    /// executor, or the client process in local mode). Not deterministic.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub parts_per_worker: BTreeMap<String, usize>,
     /// Seconds per stage (not deterministic).
     pub timings_s: BTreeMap<String, f64>,
 }

@@ -17,7 +17,8 @@
 //!   one last PUT of `OUT/_sdcflow_manifest.json`, which names the run and its files. Readers
 //!   follow the manifest ([`read_location`] does). A failed or killed upload leaves the previous
 //!   manifest — the previous complete output — in force; objects of older runs are deleted only
-//!   after the new manifest is written.
+//!   after the new manifest is written. Files other processes wrote below the run's prefix (the
+//!   parts of primaries-only tables, [`Staging::parts_root`]) are named in the same manifest.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -241,6 +242,11 @@ pub struct Staging {
     dir: PathBuf,
     target: String,
     committed: bool,
+    /// Object store: the run's id (its objects go below `OUT/runs/RUN/`).
+    run: String,
+    /// Object store: files already below the run's prefix (written by the executors), with
+    /// their sizes, for the manifest.
+    remote_files: BTreeMap<String, u64>,
 }
 
 impl Staging {
@@ -261,7 +267,25 @@ impl Staging {
         let marker = dir.join(OUTPUT_MARKER);
         std::fs::write(&marker, "written by sdcflow; a directory holding this file may be replaced by sdcflow\n")
             .map_err(|e| Error::io(&marker, e))?;
-        Ok(Self { dir, target: target.to_string(), committed: false })
+        let run = format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%.9fZ"), std::process::id());
+        Ok(Self { dir, target: target.to_string(), committed: false, run, remote_files: BTreeMap::new() })
+    }
+
+    /// Where other processes (the executors) write output files of this run: the staging
+    /// directory, absolute, or on an object store the run's prefix `OUT/runs/RUN`. Files
+    /// written below an object-store root must be declared with [`Self::add_remote_files`].
+    pub fn parts_root(&self) -> Result<String> {
+        if is_remote(&self.target) {
+            return Ok(format!("{}/runs/{}", self.target.trim_end_matches('/'), self.run));
+        }
+        let dir = std::fs::canonicalize(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        Ok(dir.display().to_string())
+    }
+
+    /// Declares files (relative to the output, with their sizes) that were written below an
+    /// object-store [`Self::parts_root`]; the commit names them in the manifest.
+    pub fn add_remote_files(&mut self, files: impl IntoIterator<Item = (String, u64)>) {
+        self.remote_files.extend(files);
     }
 
     /// The staging directory: write every output below it.
@@ -269,10 +293,26 @@ impl Staging {
         &self.dir
     }
 
+    /// Gives up the run: removes the staging directory and, on an object store, everything
+    /// below the run's prefix (what executors wrote there). Best effort: what remains is
+    /// unreferenced, and removed by the next run that publishes to the same output.
+    pub async fn abort(self) {
+        if is_remote(&self.target) {
+            if let Ok((store, prefix)) = store_and_prefix(&self.target) {
+                let mine = child(&prefix, &format!("runs/{}", self.run));
+                let objects: Vec<_> = store.list(Some(&mine)).try_collect().await.unwrap_or_default();
+                for o in objects {
+                    let _ = store.delete(&o.location).await;
+                }
+            }
+        }
+        drop(self);
+    }
+
     /// Moves the staged outputs into the target location: the last step of a run.
     pub async fn commit(mut self) -> Result<()> {
         if is_remote(&self.target) {
-            upload_and_publish(&self.dir, &self.target).await?;
+            upload_and_publish(&self.dir, &self.target, &self.run, &self.remote_files).await?;
             let _ = std::fs::remove_dir_all(&self.dir);
         } else {
             let target = PathBuf::from(self.target.trim_end_matches('/'));
@@ -380,14 +420,14 @@ impl Manifest {
     }
 }
 
-async fn upload_and_publish(dir: &Path, target: &str) -> Result<()> {
+async fn upload_and_publish(dir: &Path, target: &str, run: &str, remote: &BTreeMap<String, u64>) -> Result<()> {
     let (store, prefix) = store_and_prefix(target)?;
     let store_err =
         |key: &str, e: object_store::Error| Error::Store { url: format!("{target} ({key})"), message: e.to_string() };
-    let run = format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%.9fZ"), std::process::id());
-    let mut manifest = Manifest { written_by: "sdcflow".into(), run, files: BTreeMap::new() };
+    let mut manifest = Manifest { written_by: "sdcflow".into(), run: run.to_string(), files: remote.clone() };
     let root = manifest.root();
-    let mut done: Vec<StorePath> = Vec::new();
+    // On failure the files written by others are removed with the uploads.
+    let mut done: Vec<StorePath> = remote.keys().map(|rel| child(&prefix, &format!("{root}/{rel}"))).collect();
     for f in files_below(dir)? {
         let rel = f.strip_prefix(dir).map_err(|e| Error::Internal(e.to_string()))?.to_string_lossy().to_string();
         if rel == OUTPUT_MARKER {

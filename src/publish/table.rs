@@ -6,9 +6,10 @@
 //! (for audits and re-runs), `publish/<table>/published.csv` only what may be released.
 //!
 //! Tables published with primaries only can have hundreds of millions of cells (a 7-variable
-//! table of 2 M records has 363 M), more than fit in memory. The tabulation hands cells over in
-//! key order, a chunk at a time; [`TableWriter`] appends each chunk to both files and tallies
-//! the report figures, so memory is bounded by one chunk. Protected tables (secondary
+//! table of 2 M records has 363 M), more than fit in memory. They are written in parts
+//! ([`super::parts`], each part a pair of files like these); within a part the roll-up hands
+//! cells over in key order, a chunk at a time, and [`TableWriter`] appends each chunk to both
+//! files and tallies the report figures, so memory is bounded by one chunk. Protected tables (secondary
 //! suppression needs the whole table) go through the same writer in one chunk. Files are
 //! written inside the run's staging area; nothing is visible until the run commits.
 
@@ -273,6 +274,18 @@ impl TableWriter {
         weighted: bool,
     ) -> Result<Self> {
         let [pq, cp] = table_files(table).map(|f| root.join(f));
+        Self::create_at(pq, cp, explanatory, dims, weighted)
+    }
+
+    /// Creates the cells file `pq` and the published file `cp` (one part of a table, see
+    /// [`super::parts`]).
+    pub fn create_at(
+        pq: PathBuf,
+        cp: PathBuf,
+        explanatory: &[String],
+        dims: &[Hierarchy],
+        weighted: bool,
+    ) -> Result<Self> {
         for f in [&pq, &cp] {
             let d = f.parent().expect("table files are below a folder");
             std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;

@@ -288,16 +288,23 @@ const WINDOW_CELLS: u128 = 1 << 23;
 /// A shard with more pairs than this is itself split across threads by contributor.
 const PARALLEL_SHARD_PAIRS: usize = 1 << 15;
 
+/// Hands the shards of a roll-up, in key order, to the function it is given.
+pub type ShardSource<'a> = dyn FnMut(&mut dyn FnMut(Shard)) + 'a;
+
 /// One shard: the cells whose leading `split` nodes are those of `prefix`, and the indices of
-/// the pairs under that prefix.
-struct Shard {
-    prefix: u128,
-    idx: Vec<u32>,
+/// the pairs (or leaf cells) under that prefix. Shards of one table never share a cell, so a
+/// shard rolled up anywhere gives final cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard {
+    /// Packed key holding the shard's nodes of the leading variables (the others are 0).
+    pub prefix: u128,
+    /// Indices of the inputs under the prefix.
+    pub idx: Vec<u32>,
 }
 
 impl Lattice {
     /// How many leading variables the shards fix (≥ 1, ≤ dims − 1 unless there is one dim).
-    fn split(&self) -> usize {
+    pub fn split(&self) -> usize {
         let mut s = 1;
         while s + 1 < self.dims.len() {
             let rest: u128 = self.dims[s..].iter().map(|d| d.parent.len() as u128).product();
@@ -310,7 +317,7 @@ impl Lattice {
     }
 
     /// Upper bound of the cells a shard with `pairs` pairs can produce.
-    fn shard_bound(&self, split: usize, pairs: usize) -> u128 {
+    pub fn shard_bound(&self, split: usize, pairs: usize) -> u128 {
         let free = &self.dims[split..];
         let nodes: u128 = free.iter().map(|d| d.parent.len() as u128).product();
         let chains: u128 = free.iter().map(|d| d.chain as u128).product();
@@ -361,17 +368,25 @@ impl Lattice {
         }
     }
 
-    /// Runs `work` on every shard — in parallel, a window of shards at a time — and hands the
-    /// results to `sink` in key order.
+    /// Enumerates the nonempty shards of the inputs with leaf keys `leaf`, in key order.
+    pub fn shards(&self, leaf: &[u128], emit: &mut dyn FnMut(Shard)) {
+        if self.dims.is_empty() || leaf.is_empty() {
+            return;
+        }
+        let mut idx: Vec<u32> = (0..leaf.len() as u32).collect();
+        idx.sort_unstable_by_key(|&i| self.node_of(leaf[i as usize], &self.dims[0]));
+        self.walk(leaf, &idx, 0, self.split(), 0, emit);
+    }
+
+    /// Runs `work` on every shard `source` emits (in key order) — in parallel, a window of
+    /// shards at a time — and hands the results to `sink` in the same order.
     fn for_each_shard<T: Send>(
         &self,
-        leaf: &[u128],
+        source: &mut ShardSource<'_>,
         work: impl Fn(&Shard, usize) -> Vec<T> + Sync,
         sink: &mut (dyn FnMut(Vec<T>) -> Result<()> + Send),
     ) -> Result<()> {
         let split = self.split();
-        let mut idx: Vec<u32> = (0..leaf.len() as u32).collect();
-        idx.sort_unstable_by_key(|&i| self.node_of(leaf[i as usize], &self.dims[0]));
         let mut window: Vec<Shard> = Vec::new();
         let mut cells = 0u128;
         let mut failed: Result<()> = Ok(());
@@ -393,7 +408,7 @@ impl Lattice {
             window.clear();
             *done = parts;
         };
-        self.walk(leaf, &idx, 0, split, 0, &mut |sh| {
+        source(&mut |sh| {
             cells += self.shard_bound(split, sh.idx.len());
             window.push(sh);
             if cells >= WINDOW_CELLS {
@@ -566,10 +581,22 @@ pub fn roll_up_pairs<const N: usize>(
     scale: f64,
     sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
 ) -> Result<()> {
+    roll_up_pair_shards::<N>(lat, pairs, &mut |emit| lat.shards(&pairs.leaf, emit), scale, sink)
+}
+
+/// The cells of the shards `source` emits (from [`Lattice::shards`] over `pairs`, in key
+/// order), handed to `sink` in key order: one part of a table rolled up on its own.
+pub fn roll_up_pair_shards<const N: usize>(
+    lat: &Lattice,
+    pairs: &Pairs,
+    source: &mut ShardSource<'_>,
+    scale: f64,
+    sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
+) -> Result<()> {
     if lat.is_empty() || pairs.is_empty() {
         return Ok(());
     }
-    lat.for_each_shard(&pairs.leaf, |sh, split| contributor_shard::<N>(lat, pairs, sh, split, scale), sink)
+    lat.for_each_shard(source, |sh, split| contributor_shard::<N>(lat, pairs, sh, split, scale), sink)
 }
 
 /// Every nonempty cell of a table whose leaf cells arrive summarised (no contributor
@@ -579,12 +606,23 @@ pub fn roll_up_leaf_cells<const N: usize>(
     leaves: &[(u128, CellStats<N>)],
     sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
 ) -> Result<()> {
+    let keys: Vec<u128> = leaves.iter().map(|x| x.0).collect();
+    roll_up_leaf_shards(lat, leaves, &mut |emit| lat.shards(&keys, emit), sink)
+}
+
+/// The cells of the shards `source` emits over summarised leaf cells (see
+/// [`roll_up_pair_shards`]).
+pub fn roll_up_leaf_shards<const N: usize>(
+    lat: &Lattice,
+    leaves: &[(u128, CellStats<N>)],
+    source: &mut ShardSource<'_>,
+    sink: &mut (dyn FnMut(Vec<(u128, CellStats<N>)>) -> Result<()> + Send),
+) -> Result<()> {
     if lat.is_empty() || leaves.is_empty() {
         return Ok(());
     }
-    let keys: Vec<u128> = leaves.iter().map(|x| x.0).collect();
     lat.for_each_shard(
-        &keys,
+        source,
         |sh, split| {
             let keep = !lat.prefix_mask(split);
             let (mut items, mut index) = (Vec::new(), KeyMap::default());

@@ -17,12 +17,16 @@
 //!          cells sorted by coordinates (shards come out in key order)
 //! ```
 //!
+//! Primaries-only tables are rolled up in parts of whole shards wherever the engine runs
+//! queries ([`parts`]; the executors on a cluster), so their cells never reach the client.
+//!
 //! Without a contributor variable each record is a contributor: DataFusion summarises the leaf
 //! cells (count, sums, top-N of records) and the roll-up merges summaries. Sums are exact
 //! (DECIMAL(38,6) → i128) and the top-N lists are multisets, so results do not depend on
 //! partitioning or thread count: local DataFusion and Ballista give byte-identical cells.
 
 pub mod lattice;
+pub mod parts;
 pub mod topn;
 
 use std::collections::HashMap;
@@ -39,7 +43,7 @@ use topn::TopN;
 
 /// Scale of the exact decimal sums (6 fractional digits).
 pub const SCALE: i32 = 6;
-const SCALE_F: f64 = 1e6;
+pub(crate) const SCALE_F: f64 = 1e6;
 
 /// What to tabulate.
 #[derive(Debug, Clone)]
@@ -398,6 +402,40 @@ pub async fn tabulate_streaming(
     progress: &Progress,
     sink: &mut CellSink<'_>,
 ) -> Result<Cells> {
+    Ok(tabulate_into(ctx, t, hierarchies, progress, Target::Cells(sink)).await?.0)
+}
+
+/// Receives the payload of each part of a table ([`parts::plan_parts`]) with its number.
+pub type PartSink<'a> = dyn FnMut(usize, Vec<u8>) -> Result<()> + Send + 'a;
+
+/// Tabulates one table as parts: the contributor pre-aggregation as in
+/// [`tabulate_streaming`], then the roll-up cut into parts of about `part_cells` cells whose
+/// payloads go to `emit` (to be rolled up wherever the engine runs them). Returns an empty
+/// [`Cells`] carrying the resolved hierarchies, and the number of parts.
+pub async fn tabulate_parts(
+    ctx: &SessionContext,
+    t: &TableQuery,
+    hierarchies: &HashMap<String, HierarchySpec>,
+    progress: &Progress,
+    part_cells: u64,
+    emit: &mut PartSink<'_>,
+) -> Result<(Cells, usize)> {
+    tabulate_into(ctx, t, hierarchies, progress, Target::Parts { part_cells, emit }).await
+}
+
+/// Where the pre-aggregated inputs go: rolled up here, or cut into parts.
+enum Target<'s, 'a> {
+    Cells(&'s mut CellSink<'a>),
+    Parts { part_cells: u64, emit: &'s mut PartSink<'a> },
+}
+
+async fn tabulate_into(
+    ctx: &SessionContext,
+    t: &TableQuery,
+    hierarchies: &HashMap<String, HierarchySpec>,
+    progress: &Progress,
+    target: Target<'_, '_>,
+) -> Result<(Cells, usize)> {
     check_columns(ctx, t).await?;
     check_values(ctx, t).await?;
     let codes = distinct_codes(ctx, t).await?;
@@ -413,12 +451,12 @@ pub async fn tabulate_streaming(
     Error::collect(errs)?;
     let lat = Lattice::new(&dims)?;
     // The top list capacity is a compile-time size: the smallest of 2, 4, 8 that holds top_n.
-    match t.top_n {
-        0..=2 => tabulate_with::<2>(ctx, t, &dims, &lat, progress, sink).await?,
-        3..=4 => tabulate_with::<4>(ctx, t, &dims, &lat, progress, sink).await?,
-        _ => tabulate_with::<8>(ctx, t, &dims, &lat, progress, sink).await?,
-    }
-    Ok(Cells::empty(dims, t.top_n, t.weight.is_some()))
+    let parts = match t.top_n {
+        0..=2 => tabulate_with::<2>(ctx, t, &dims, &lat, progress, target).await?,
+        3..=4 => tabulate_with::<4>(ctx, t, &dims, &lat, progress, target).await?,
+        _ => tabulate_with::<8>(ctx, t, &dims, &lat, progress, target).await?,
+    };
+    Ok((Cells::empty(dims, t.top_n, t.weight.is_some()), parts))
 }
 
 async fn tabulate_with<const N: usize>(
@@ -427,8 +465,8 @@ async fn tabulate_with<const N: usize>(
     dims: &[Hierarchy],
     lat: &Lattice,
     progress: &Progress,
-    sink: &mut CellSink<'_>,
-) -> Result<()> {
+    target: Target<'_, '_>,
+) -> Result<usize> {
     let k = dims.len();
     let src = q(&t.source);
     let dcols: Vec<String> = (0..k).map(|i| format!("d{i}")).collect();
@@ -448,10 +486,25 @@ async fn tabulate_with<const N: usize>(
     };
     let stage = progress.stage(&format!("{}: contributor pre-aggregation", t.name), 1);
     let mut emitted = 0usize;
-    let mut chunk = |rolled: Vec<(u128, CellStats<N>)>| -> Result<()> {
-        emitted += rolled.len();
-        sink(to_cells(t, dims, lat, rolled))
+    // Rolls `inputs` up here, or cuts them into parts; the number of parts (0 here).
+    let what = if matches!(target, Target::Parts { .. }) { "cutting into parts" } else { "roll-up" };
+    let roll = |inputs: parts::Inputs<'_, N>| -> Result<usize> {
+        match target {
+            Target::Cells(sink) => {
+                let mut chunk = |rolled: Vec<(u128, CellStats<N>)>| -> Result<()> {
+                    emitted += rolled.len();
+                    sink(to_cells(t.top_n, t.weight.is_some(), dims, lat, rolled))
+                };
+                match inputs {
+                    parts::Inputs::Pairs(p) => lattice::roll_up_pairs::<N>(lat, p, SCALE_F, &mut chunk)?,
+                    parts::Inputs::Leaves(l) => lattice::roll_up_leaf_cells::<N>(lat, l, &mut chunk)?,
+                }
+                Ok(0)
+            }
+            Target::Parts { part_cells, emit } => parts::plan_parts(lat, &inputs, part_cells, emit),
+        }
     };
+    let n_parts;
     match &t.contributor {
         Some(c) => {
             let sql = format!(
@@ -478,8 +531,8 @@ async fn tabulate_with<const N: usize>(
             })
             .await?;
             stage.finish();
-            let stage = progress.stage(&format!("{}: roll-up of {} contributions", t.name, pairs.len()), 1);
-            lattice::roll_up_pairs::<N>(lat, &pairs, SCALE_F, &mut chunk)?;
+            let stage = progress.stage(&format!("{}: {what} of {} contributions", t.name, pairs.len()), 1);
+            n_parts = roll(parts::Inputs::Pairs(&pairs))?;
             stage.finish();
         }
         None => {
@@ -515,13 +568,17 @@ async fn tabulate_with<const N: usize>(
             })
             .await?;
             stage.finish();
-            let stage = progress.stage(&format!("{}: roll-up of {} leaf cells", t.name, leaves.len()), 1);
-            lattice::roll_up_leaf_cells::<N>(lat, &leaves, &mut chunk)?;
+            let stage = progress.stage(&format!("{}: {what} of {} leaf cells", t.name, leaves.len()), 1);
+            n_parts = roll(parts::Inputs::Leaves(&leaves))?;
             stage.finish();
         }
     }
-    progress.detail(&format!("{}: {emitted} cells", t.name));
-    Ok(())
+    if n_parts > 0 {
+        progress.detail(&format!("{}: {n_parts} parts", t.name));
+    } else {
+        progress.detail(&format!("{}: {emitted} cells", t.name));
+    }
+    Ok(n_parts)
 }
 
 /// Writes `units` × 10^-[`SCALE`] as a plain decimal: no exponent, no trailing zeros
@@ -538,13 +595,14 @@ pub fn format_exact(units: i128) -> String {
 }
 
 /// Cells in the output layout from rolled-up statistics (already in key order).
-fn to_cells<const N: usize>(
-    t: &TableQuery,
+pub(crate) fn to_cells<const N: usize>(
+    top_n: usize,
+    weighted: bool,
     dims: &[Hierarchy],
     lat: &Lattice,
     rolled: Vec<(u128, CellStats<N>)>,
 ) -> Cells {
-    let n = t.top_n;
+    let n = top_n;
     let k = dims.len();
     let mut cells = Cells {
         dims: dims.to_vec(),
@@ -553,7 +611,7 @@ fn to_cells<const N: usize>(
         records: Vec::with_capacity(rolled.len()),
         value: Vec::with_capacity(rolled.len()),
         exact: Vec::with_capacity(rolled.len()),
-        weight: t.weight.as_ref().map(|_| Vec::with_capacity(rolled.len())),
+        weight: weighted.then(|| Vec::with_capacity(rolled.len())),
         top: Vec::with_capacity(rolled.len() * n),
         top_n: n,
     };

@@ -110,8 +110,8 @@ dir = "out"
     let (code, _, err) = run(&["run", "job.toml"], d.path());
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("NOT protected against recalculation"), "{err}");
-    let all = read_cells(&d.path().join("out/confidential/all/cells.parquet"), 1);
-    let women = read_cells(&d.path().join("out/confidential/women/cells.parquet"), 1);
+    let all = read_cells(&d.path().join("out/confidential/all/cells/part-00000.parquet"), 1);
+    let women = read_cells(&d.path().join("out/confidential/women/cells/part-00000.parquet"), 1);
     let total = |m: &std::collections::BTreeMap<Vec<String>, OutCell>| m[&vec!["Total".to_string()]].value;
     assert_eq!(total(&all), 1500.0);
     assert!(total(&women) > 500.0 && total(&women) < 1000.0);

@@ -2,7 +2,9 @@
 //! processes, a job with tabulation, primary and modular secondary suppression (subtables solved
 //! on the executors) and a microaggregation, compared byte for byte with local mode — with one
 //! executor, with two, and with an executor killed in the middle of a tabulation task and of a
-//! solver task (only a complete run with identical outputs passes).
+//! solver task (only a complete run with identical outputs passes); a 7-dimension
+//! primaries-only table rolled up and written in parts by three executors, also with one
+//! killed inside a roll-up task; executors that lie about their results.
 //!
 //! Every process binds 127.0.0.1 on a free port; all of them are killed by a guard, also when
 //! an assertion fails. Every wait has a deadline.
@@ -320,6 +322,144 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
     );
 }
 
+/// Every file below `a` and `b` (outputs of the same job), except the reports, byte for byte;
+/// returns how many were compared.
+fn assert_same_tree(dir: &Path, a: &str, b: &str) -> usize {
+    fn files(root: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if !p.file_name().unwrap().to_string_lossy().starts_with("report.") {
+                    out.push(p.strip_prefix(root).unwrap().to_path_buf());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+    let (x, y) = (files(&dir.join(a)), files(&dir.join(b)));
+    assert_eq!(x, y, "{a} and {b} hold different files");
+    for f in &x {
+        assert!(
+            std::fs::read(dir.join(a).join(f)).unwrap() == std::fs::read(dir.join(b).join(f)).unwrap(),
+            "{} differs between {a} and {b}",
+            f.display()
+        );
+    }
+    x.len()
+}
+
+/// Who rolled up and wrote the parts of the first table, from the report.
+fn part_writers(dir: &Path, out: &str) -> Vec<String> {
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
+    let m = r["tables"][0]["parts_per_worker"].as_object().unwrap_or_else(|| panic!("{out}: no parts_per_worker: {r}"));
+    m.keys().cloned().collect()
+}
+
+/// A 7-dimension primaries-only table (two hierarchies), cut into small parts.
+fn seven_dim_job(data: &Path) -> String {
+    format!(
+        r#"[input]
+microdata = "{}"
+[[hierarchy]]
+variable = "geo"
+levels = [2, 2, 2]
+[[hierarchy]]
+variable = "nace"
+levels = [1, 2]
+{table}[output]
+dir = "out"
+[engine]
+target_partitions = 4
+part_cells = 20000
+"#,
+        data.display(),
+        table = salary_table(
+            "seven",
+            &["geo", "nace", "occupation", "education", "sex", "age_band", "contract"],
+            "NK(1,85)|FREQ(3,10)",
+            r#"{ method = "none" }"#
+        )
+    )
+}
+
+/// Issue 12 items 1–2: a primaries-only table is rolled up, assessed and written by the
+/// executors in parts; the outputs equal local mode's file for file, also when an executor is
+/// killed inside a roll-up task (Ballista runs its tasks again elsewhere; a part is renamed
+/// into place only when complete, so a half-written part never counts).
+#[test]
+fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_a_kill_mid_roll_up() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let data = dir.join("data");
+    generate_data(&data, 400, 5, 200, 4.0);
+    write_job(dir, &seven_dim_job(&data));
+    let limit = Duration::from_secs(180);
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "local"], limit);
+    assert_eq!(code, 0, "{err}");
+    let parts = std::fs::read_dir(dir.join("local/confidential/seven/cells")).unwrap().count();
+    assert!(parts >= 4, "the table must be cut into several parts: {parts}");
+    assert_eq!(part_writers(dir, "local").len(), 1, "local mode writes in-process");
+
+    let mut procs = Procs::default();
+    let sport = free_port();
+    procs.spawn(
+        "scheduler",
+        &["scheduler", "--bind-host", "127.0.0.1", "--port", &sport.to_string(), "--executor-timeout-s", "6"]
+            .map(String::from),
+        &dir.join("scheduler.log"),
+    );
+    wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
+    let start_executor = |procs: &mut Procs, name: &str, extra: &[&str]| {
+        let work = dir.join(format!("{name}-work"));
+        std::fs::create_dir_all(&work).unwrap();
+        let mut args = executor_args(sport, &work, 1);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        procs.spawn(name, &args, &dir.join(format!("{name}.log")));
+    };
+    for name in ["exec-a", "exec-b", "exec-c"] {
+        start_executor(&mut procs, name, &[]);
+    }
+    wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+    let cluster = format!("df://127.0.0.1:{sport}");
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "three"], limit);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
+    assert_eq!(code, 0, "{err}");
+    let files = assert_same_tree(dir, "local", "three");
+    assert_eq!(files, 2 * parts + 1, "every part's two files and the output marker");
+    let w = part_writers(dir, "three");
+    assert!(w.len() >= 2 && w.iter().all(|w| w.starts_with("executor ")), "parts written by {w:?}");
+
+    // A fourth executor, killed while it rolls up a part.
+    start_executor(&mut procs, "exec-d", &["--test-roll-up-delay-ms", "4000"]);
+    wait_for("4 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(4));
+    let mut run = Procs::default();
+    let run_log = dir.join("run-fault.log");
+    run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from), &run_log);
+    let log = dir.join("exec-d.log");
+    wait_for("exec-d to start a roll-up", Duration::from_secs(90), || {
+        std::fs::read_to_string(&log).unwrap_or_default().contains("rolling up part")
+    });
+    procs.kill("exec-d");
+    let c = std::fs::read_to_string(&log).unwrap();
+    assert!(!c.contains("written:"), "exec-d finished a part before it was killed:\n{c}");
+    let id = c
+        .lines()
+        .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
+        .expect("the executor names itself");
+    let code = run.wait_first(limit, &run_log);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
+    assert_eq!(code, 0, "the run did not survive the killed executor {id}:\n{}", tail(&run_log));
+    assert_same_tree(dir, "local", "fault");
+    let w = part_writers(dir, "fault");
+    assert!(!w.contains(&id), "{id} was killed but is credited: {w:?}");
+}
+
 /// Issue 12: the client does not take an executor's word. An executor that returns a
 /// whole-table pattern with its secondaries published again, still claiming a clean audit,
 /// makes the run fail (exit 1) naming it, and nothing is published.
@@ -366,6 +506,22 @@ fn a_tampering_executor_publishes_nothing() {
         "the refusal does not name the executor: {err}"
     );
     assert!(!dir.join("tampered").exists(), "a refused run left an output directory");
+
+    // A part with one line more published than its executor reports is refused too.
+    let parts = seven_dim_job(&data)
+        .replace(r#""occupation", "education", "sex", "age_band", "contract""#, r#""sex""#)
+        .replace("part_cells = 20000", "part_cells = 50");
+    std::fs::write(dir.join("job.toml"), parts).unwrap();
+    let (code, err) =
+        run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "tampered-parts"], limit);
+    assert_eq!(code, 1, "a tampered part was accepted:\n{err}");
+    assert!(
+        err.contains("refused the result of executor") && err.contains("nothing is published"),
+        "the refusal does not name the executor: {err}"
+    );
+    assert!(!dir.join("tampered-parts").exists(), "a refused run left an output directory");
+    let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--out", "honest-parts"], limit);
+    assert_eq!(code, 0, "the same job in local mode: {err}");
 }
 
 /// Scheduler and executors read `s3://` inputs and the solver scratch from a loopback S3 API
@@ -384,10 +540,15 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
         "CREATE VIEW v AS SELECT *, substr(geo, 1, 4) AS dept FROM microdata WHERE substr(geo, 1, 2) IN ('01', '02', '03', '04');",
     )
     .unwrap();
-    write_job(dir, &job(&data));
+    // A primaries-only table too: its parts are written by the executor below the run's prefix.
+    let with_parts = |j: String| {
+        let t = salary_table("counts", &["dept", "sex"], "FREQ(3,10)", r#"{ method = "none" }"#);
+        j.replacen("[[microaggregation]]", &format!("{t}[[microaggregation]]"), 1)
+    };
+    write_job(dir, &with_parts(job(&data)));
     std::fs::write(
         dir.join("s3.toml"),
-        job(Path::new("s3://census/micro/")).replace("dir = \"out\"", "dir = \"s3://census/results/run\""),
+        with_parts(job(Path::new("s3://census/micro/"))).replace("dir = \"out\"", "dir = \"s3://census/results/run\""),
     )
     .unwrap();
     let limit = Duration::from_secs(120);
@@ -415,6 +576,7 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     );
     let exec_log = std::fs::read_to_string(dir.join("exec.log")).unwrap();
     assert!(exec_log.contains("solving a subtable"), "the executor solved nothing:\n{exec_log}");
+    assert!(exec_log.contains("part 0 of table `counts` written"), "the executor wrote no part:\n{exec_log}");
     let dl = dir.join("dl");
     std::fs::create_dir_all(&dl).unwrap();
     // Only the inputs and the published run remain: the scratch prefix is gone.
@@ -423,7 +585,8 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
         "keys = sorted(o['Key'] for o in s3.list_objects_v2(Bucket='census')['Contents'] if not o['Key'].startswith('micro/') and not o['Key'].startswith('results/run/'))\nassert keys == [], keys",
     );
     crate::s3::download_output(&endpoint, "census", "results/run", &dl);
-    for f in FILES {
+    let parts = ["confidential/counts/cells/part-00000.parquet", "publish/counts/published/part-00000.csv"];
+    for f in FILES.into_iter().chain(parts) {
         let a = std::fs::read(dl.join(f)).unwrap();
         let b = std::fs::read(dir.join("local").join(f)).unwrap();
         assert!(a == b, "{f} from the S3 cluster run differs from the local run");

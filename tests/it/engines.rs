@@ -41,7 +41,8 @@ dir = "out"
     let (code, _, err) = run(&["run", "job.toml", "--standalone", "--out", "standalone"], d.path());
     assert_eq!(code, 0, "{err}");
     for t in ["salary", "counts"] {
-        for f in [format!("confidential/{t}/cells.parquet"), format!("publish/{t}/published.csv")] {
+        for f in [format!("confidential/{t}/cells/part-00000.parquet"), format!("publish/{t}/published/part-00000.csv")]
+        {
             let a = std::fs::read(d.path().join("local").join(&f)).unwrap();
             let b = std::fs::read(d.path().join("standalone").join(&f)).unwrap();
             assert!(a == b, "{t}/{f} differs between local and standalone");
@@ -50,7 +51,7 @@ dir = "out"
     // And a second local run is byte-identical too (determinism).
     let (code, _, _) = run(&["run", "job.toml", "--out", "local2", "-q"], d.path());
     assert_eq!(code, 0);
-    let a = std::fs::read(d.path().join("local/confidential/salary/cells.parquet")).unwrap();
-    let b = std::fs::read(d.path().join("local2/confidential/salary/cells.parquet")).unwrap();
+    let a = std::fs::read(d.path().join("local/confidential/salary/cells/part-00000.parquet")).unwrap();
+    let b = std::fs::read(d.path().join("local2/confidential/salary/cells/part-00000.parquet")).unwrap();
     assert_eq!(a, b);
 }

@@ -108,8 +108,8 @@ fn issue_13_previous_output_and_empty_directories_are_replaced() {
     assert_eq!(code, 0, "{err}");
     let first = snapshot(&d.path().join("out"));
     assert!(d.path().join("out/.sdcflow-output").is_file());
-    assert!(d.path().join("out/confidential/t/cells.parquet").is_file());
-    assert!(d.path().join("out/publish/t/published.csv").is_file());
+    assert!(d.path().join("out/confidential/t/cells/part-00000.parquet").is_file());
+    assert!(d.path().join("out/publish/t/published/part-00000.csv").is_file());
     // Nothing confidential in the folder meant for release.
     let published: Vec<_> = snapshot(&d.path().join("out/publish")).into_iter().map(|(p, _)| p).collect();
     assert!(published.iter().all(|p| p.extension().is_some_and(|e| e == "csv")), "{published:?}");
@@ -191,7 +191,7 @@ fn issue_13_failed_protection_publishes_nothing() {
     assert_eq!(code, 0, "{err}");
     let before = snapshot(&d.path().join("out"));
     // A sensitive cell whose partners in its row are all forced published cannot be protected.
-    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 2);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells/part-00000.parquet"), 2);
     let row = |k: &Vec<String>| {
         cells
             .iter()

@@ -148,7 +148,7 @@ dir = "{out}"
     assert_eq!(code, 0, "{err}");
     let dl = d.path().join("dl");
     download_output(&endpoint, "census", "results/run1", &dl);
-    for f in ["confidential/salary/cells.parquet", "publish/salary/published.csv"] {
+    for f in ["confidential/salary/cells/part-00000.parquet", "publish/salary/published/part-00000.csv"] {
         let a = std::fs::read(dl.join(f)).unwrap();
         let b = std::fs::read(d.path().join("local").join(f)).unwrap();
         assert!(a == b, "{f} differs from the local run");
@@ -156,7 +156,7 @@ dir = "{out}"
     assert!(dl.join("report.json").exists());
     // `sdcflow audit` reads the published table through the manifest.
     let mut cmd = sdcflow();
-    cmd.args(["audit", "s3://census/results/run1/confidential/salary/cells.parquet", "--job", "s3.toml"])
+    cmd.args(["audit", "s3://census/results/run1/confidential/salary/cells/part-00000.parquet", "--job", "s3.toml"])
         .current_dir(d.path());
     with_s3_env(&mut cmd, &endpoint);
     let o = cmd.output().unwrap();
@@ -348,7 +348,11 @@ fn publish_first(d: &Path) -> Option<(Server, u16, FaultProxy, String)> {
 fn assert_first_output_published(d: &Path, endpoint: &str, dl: &str, strict: bool) {
     let dl = d.join(dl);
     download_output_checked(endpoint, "census", "results/f", &dl, strict);
-    for f in ["confidential/salary/cells.parquet", "publish/salary/published.csv", "publish/counts/published.csv"] {
+    for f in [
+        "confidential/salary/cells/part-00000.parquet",
+        "publish/salary/published/part-00000.csv",
+        "publish/counts/published/part-00000.csv",
+    ] {
         let a = std::fs::read(dl.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         let b = std::fs::read(d.join("first_local").join(f)).unwrap();
         assert!(a == b, "{f}: readers see a mix of two runs");

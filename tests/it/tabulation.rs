@@ -58,7 +58,7 @@ dir = "{out}"
         out = d.path().join("out").display()
     );
     run_job_text(d.path(), &job).await;
-    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 3);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells/part-00000.parquet"), 3);
 
     // Brute force: (cell, contributor) sums over every level combination.
     let mut batches = Vec::new();
@@ -140,7 +140,7 @@ dir = "{out}"
         out = d.path().join("out").display()
     );
     run_job_text(d.path(), &job).await;
-    let cells = read_cells(&d.path().join("out/confidential/freq/cells.parquet"), 1);
+    let cells = read_cells(&d.path().join("out/confidential/freq/cells/part-00000.parquet"), 1);
     let got: BTreeMap<String, f64> = cells.iter().map(|(k, c)| (k[0].clone(), c.value)).collect();
     let want: BTreeMap<String, f64> = [
         ("2", 2.0),
@@ -160,7 +160,7 @@ dir = "{out}"
     .collect();
     assert_eq!(got, want);
     // Output order is the hierarchy's pre-order and published.csv carries the same values.
-    let csv = std::fs::read_to_string(d.path().join("out/publish/freq/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/freq/published/part-00000.csv")).unwrap();
     assert_eq!(csv.lines().next(), Some("v,value"));
     assert_eq!(csv.lines().nth(1), Some("Total,7"));
     assert_eq!(csv.lines().count(), 12);
@@ -197,7 +197,7 @@ dir = "{out}"
         out = d.path().join("out").display()
     );
     run_job_text(d.path(), &job).await;
-    let cells = read_cells(&d.path().join("out/confidential/t/cells.parquet"), 1);
+    let cells = read_cells(&d.path().join("out/confidential/t/cells/part-00000.parquet"), 1);
     let x = &cells[&vec!["x".to_string()]];
     assert_eq!((x.freq, x.records), (3, 3));
     assert_eq!(x.value, 10.0 + 60.0 + 5.5);
@@ -208,9 +208,9 @@ dir = "{out}"
     assert!((x.lpl - 1.0).abs() < 1e-9);
     let y = &cells[&vec!["y".to_string()]];
     assert_eq!((y.freq, y.value, y.status.as_str()), (1, 21.0, "U"));
-    let b = read_parquet(&d.path().join("out/confidential/t/cells.parquet"));
+    let b = read_parquet(&d.path().join("out/confidential/t/cells/part-00000.parquet"));
     assert_eq!(floats(&b, "weight"), vec![7.0, 4.0, 3.0]);
-    let csv = std::fs::read_to_string(d.path().join("out/publish/t/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/t/published/part-00000.csv")).unwrap();
     assert_eq!(csv, "a,value\nTotal,96.5\nx,\ny,\n");
 }
 
@@ -256,10 +256,10 @@ async fn issue_13_published_values_are_exact_above_2_pow_53() {
     std::fs::write(d.path().join("w.sql"), "CREATE VIEW v AS SELECT *, CAST(w AS DECIMAL(10,1)) AS wd FROM microdata;")
         .unwrap();
     run_job_text(d.path(), &text).await;
-    let csv = std::fs::read_to_string(d.path().join("out/publish/plain/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/plain/published/part-00000.csv")).unwrap();
     // 2^53 + 2 + 7: a float gives 9007199254741000 for the total and 9007199254740994 for x.
     assert_eq!(csv, "a,value\nTotal,9007199254741001\nx,9007199254740994\ny,7\n");
-    let csv = std::fs::read_to_string(d.path().join("out/publish/weighted/published.csv")).unwrap();
+    let csv = std::fs::read_to_string(d.path().join("out/publish/weighted/published/part-00000.csv")).unwrap();
     // x: 0.1·(2^52+1) + 0.2·2^52 + 0.7·1 = 0.3·2^52 + 0.8 exactly; y: 0.1·(1+2+4).
     assert_eq!(csv, "a,value\nTotal,1351079888211150.3\nx,1351079888211149.6\ny,0.7\n");
 }

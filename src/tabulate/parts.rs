@@ -1,0 +1,371 @@
+//! Parts of a table: the roll-up of a primaries-only table cut into independent tasks.
+//!
+//! A part is a run of consecutive shards of the lattice ([`lattice::Shard`]: the cells under
+//! fixed nodes of the leading variables). Shards never share a cell, so a part rolled up on
+//! its own gives *final* cells — no partial cells to merge, no shuffle — and the parts of a
+//! table, in part order, are the table in key order. The client cuts the table into parts
+//! ([`plan_parts`]: each part's inputs and shards as one binary payload); wherever the payload
+//! lands (an executor, or the client itself in local mode) [`roll_up_part`] rolls it up with
+//! the same lattice code as a local run.
+//!
+//! Determinism: the cut depends only on the inputs (the pre-aggregated pairs, which are the
+//! same in every engine mode) and `part_cells`, never on the number of executors; so are the
+//! part files named after it.
+//!
+//! Inputs are replicated only across the leading variables' ancestor chains: a pair is in
+//! the shards of each ancestor of its leading nodes (`(Total, Total, …)` holds every pair).
+
+use super::lattice::{self, CellStats, Lattice, Pairs, Shard, Share};
+use super::{to_cells, Cells, SCALE_F};
+use crate::error::{Error, Result};
+
+/// Default upper bound of the cells of one part (`[engine] part_cells`): a part closes once
+/// the cell bounds of its shards reach it.
+pub const PART_CELLS: u64 = 1 << 22;
+
+/// The inputs of a table's roll-up: (leaf cell, contributor) pairs, or summarised leaf cells
+/// of a table without contributor variable (each record is a contributor).
+pub enum Inputs<'a, const N: usize> {
+    /// Contributor pairs.
+    Pairs(&'a Pairs),
+    /// Leaf-cell summaries.
+    Leaves(&'a [(u128, CellStats<N>)]),
+}
+
+impl<const N: usize> Inputs<'_, N> {
+    fn keys(&self) -> Vec<u128> {
+        match self {
+            Inputs::Pairs(p) => p.leaf.clone(),
+            Inputs::Leaves(l) => l.iter().map(|x| x.0).collect(),
+        }
+    }
+}
+
+/// Cuts the roll-up of `inputs` into parts of at most about `part_cells` cells and hands each
+/// part's payload to `emit` with its number (0, 1, …, in key order); returns the number of
+/// parts.
+pub fn plan_parts<const N: usize>(
+    lat: &Lattice,
+    inputs: &Inputs<'_, N>,
+    part_cells: u64,
+    emit: &mut dyn FnMut(usize, Vec<u8>) -> Result<()>,
+) -> Result<usize> {
+    let keys = inputs.keys();
+    let split = lat.split();
+    let mut part: Vec<Shard> = Vec::new();
+    let mut bound = 0u128;
+    let mut parts = 0usize;
+    let mut failed: Result<()> = Ok(());
+    let mut close = |part: &mut Vec<Shard>, failed: &mut Result<()>| {
+        if part.is_empty() || failed.is_err() {
+            return;
+        }
+        *failed = emit(parts, encode(inputs, std::mem::take(part)));
+        parts += 1;
+    };
+    lat.shards(&keys, &mut |sh| {
+        bound += lat.shard_bound(split, sh.idx.len());
+        part.push(sh);
+        if bound >= part_cells as u128 {
+            close(&mut part, &mut failed);
+            bound = 0;
+        }
+    });
+    close(&mut part, &mut failed);
+    failed?;
+    Ok(parts)
+}
+
+/// Little-endian writer of a payload.
+struct Out(Vec<u8>);
+
+impl Out {
+    fn u8(&mut self, x: u8) {
+        self.0.push(x);
+    }
+    fn u64(&mut self, x: u64) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn u32(&mut self, x: u32) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn i128(&mut self, x: i128) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn u128(&mut self, x: u128) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// Little-endian reader of a payload; every read is bounds-checked (a broken payload is an
+/// error, never a panic).
+struct In<'a>(&'a [u8]);
+
+impl In<'_> {
+    fn take<const B: usize>(&mut self) -> Result<[u8; B]> {
+        if self.0.len() < B {
+            return Err(Error::Internal("roll-up payload truncated".into()));
+        }
+        let (a, rest) = self.0.split_at(B);
+        self.0 = rest;
+        Ok(a.try_into().expect("length checked"))
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take::<1>()?[0])
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+    fn i128(&mut self) -> Result<i128> {
+        Ok(i128::from_le_bytes(self.take()?))
+    }
+    fn u128(&mut self) -> Result<u128> {
+        Ok(u128::from_le_bytes(self.take()?))
+    }
+    fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+    fn len(&mut self) -> Result<usize> {
+        let n = self.u64()? as usize;
+        // Every element takes at least 4 bytes: a larger count is a broken payload.
+        if n > self.0.len() / 4 + 1 {
+            return Err(Error::Internal(format!("roll-up payload: count {n} exceeds its bytes")));
+        }
+        Ok(n)
+    }
+}
+
+const PAIRS: u8 = 0;
+const LEAVES: u8 = 1;
+
+/// The payload of one part: the inputs its shards need (each once), then the shards with
+/// their inputs renumbered.
+fn encode<const N: usize>(inputs: &Inputs<'_, N>, shards: Vec<Shard>) -> Vec<u8> {
+    let mut members: Vec<u32> = shards.iter().flat_map(|s| s.idx.iter().copied()).collect();
+    members.sort_unstable();
+    members.dedup();
+    let mut o = Out(Vec::new());
+    match inputs {
+        Inputs::Pairs(p) => {
+            o.u8(PAIRS);
+            o.u64(members.len() as u64);
+            for &i in &members {
+                let i = i as usize;
+                o.u128(p.leaf[i]);
+                o.u32(p.contributor[i]);
+                let s = &p.share[i];
+                o.i128(s.value);
+                o.i128(s.weight);
+                o.u64(s.records);
+            }
+        }
+        Inputs::Leaves(l) => {
+            o.u8(LEAVES);
+            o.u64(members.len() as u64);
+            for &i in &members {
+                let (k, s) = &l[i as usize];
+                o.u128(*k);
+                o.u64(s.freq);
+                o.u64(s.records);
+                o.i128(s.value);
+                o.i128(s.weight);
+                o.u8(s.ntop);
+                for &x in &s.top[..s.ntop as usize] {
+                    o.u64(x.to_bits());
+                }
+            }
+        }
+    }
+    o.u64(shards.len() as u64);
+    for s in shards {
+        o.u128(s.prefix);
+        o.u64(s.idx.len() as u64);
+        for i in s.idx {
+            o.u32(members.binary_search(&i).expect("a member") as u32);
+        }
+    }
+    o.0
+}
+
+/// Decoded inputs of a part.
+enum Decoded<const N: usize> {
+    Pairs(Pairs),
+    Leaves(Vec<(u128, CellStats<N>)>),
+}
+
+fn decode<const N: usize>(data: &[u8]) -> Result<(Decoded<N>, Vec<Shard>)> {
+    let mut r = In(data);
+    let kind = r.u8()?;
+    let n = r.len()?;
+    let inputs = match kind {
+        PAIRS => {
+            let mut p = Pairs::default();
+            for _ in 0..n {
+                p.leaf.push(r.u128()?);
+                p.contributor.push(r.u32()?);
+                p.share.push(Share { value: r.i128()?, weight: r.i128()?, records: r.u64()? });
+            }
+            Decoded::Pairs(p)
+        }
+        LEAVES => {
+            let mut l = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = r.u128()?;
+                let mut s = CellStats::<N> {
+                    freq: r.u64()?,
+                    records: r.u64()?,
+                    value: r.i128()?,
+                    weight: r.i128()?,
+                    ..Default::default()
+                };
+                let ntop = r.u8()? as usize;
+                for j in 0..ntop {
+                    let x = r.f64()?;
+                    if j < N {
+                        s.top[j] = x;
+                    }
+                }
+                s.ntop = ntop.min(N) as u8;
+                l.push((k, s));
+            }
+            Decoded::Leaves(l)
+        }
+        k => return Err(Error::Internal(format!("roll-up payload of unknown kind {k}"))),
+    };
+    let shards_n = r.len()?;
+    let mut shards = Vec::with_capacity(shards_n);
+    for _ in 0..shards_n {
+        let prefix = r.u128()?;
+        let m = r.len()?;
+        let mut idx = Vec::with_capacity(m);
+        for _ in 0..m {
+            let i = r.u32()?;
+            if i as usize >= n {
+                return Err(Error::Internal(format!("roll-up payload: input {i} of {n}")));
+            }
+            idx.push(i);
+        }
+        shards.push(Shard { prefix, idx });
+    }
+    if !r.0.is_empty() {
+        return Err(Error::Internal("roll-up payload: trailing bytes".into()));
+    }
+    Ok((inputs, shards))
+}
+
+/// What a part's cells look like (the table's layout, fixed by the client).
+#[derive(Debug, Clone)]
+pub struct PartLayout {
+    /// The table's hierarchies.
+    pub dims: Vec<crate::hierarchy::Hierarchy>,
+    /// Largest contributions kept per cell.
+    pub top_n: usize,
+    /// Whether the table is weighted.
+    pub weighted: bool,
+}
+
+/// Rolls up the part `data` (from [`plan_parts`]) and hands its cells to `sink` in key order,
+/// a chunk at a time: exactly the cells a local roll-up gives for these shards.
+pub fn roll_up_part(layout: &PartLayout, data: &[u8], sink: &mut super::CellSink<'_>) -> Result<()> {
+    match layout.top_n {
+        0..=2 => roll_up_part_with::<2>(layout, data, sink),
+        3..=4 => roll_up_part_with::<4>(layout, data, sink),
+        _ => roll_up_part_with::<8>(layout, data, sink),
+    }
+}
+
+fn roll_up_part_with<const N: usize>(layout: &PartLayout, data: &[u8], sink: &mut super::CellSink<'_>) -> Result<()> {
+    let lat = Lattice::new(&layout.dims)?;
+    let (inputs, shards) = decode::<N>(data)?;
+    let mut chunk = |rolled: Vec<(u128, CellStats<N>)>| -> Result<()> {
+        sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, rolled))
+    };
+    let mut source = move |emit: &mut dyn FnMut(Shard)| {
+        for s in shards.clone() {
+            emit(s)
+        }
+    };
+    match &inputs {
+        Decoded::Pairs(p) => lattice::roll_up_pair_shards::<N>(&lat, p, &mut source, SCALE_F, &mut chunk),
+        Decoded::Leaves(l) => lattice::roll_up_leaf_shards::<N>(&lat, l, &mut source, &mut chunk),
+    }
+}
+
+/// Appends the chunks of `sink` calls into one [`Cells`] (tests and small tables).
+pub fn collect_part(layout: &PartLayout, data: &[u8]) -> Result<Cells> {
+    let mut all = Cells::empty(layout.dims.clone(), layout.top_n, layout.weighted);
+    roll_up_part(layout, data, &mut |c| {
+        all.append(c);
+        Ok(())
+    })?;
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::{Hierarchy, HierarchySpec};
+
+    fn dims() -> Vec<Hierarchy> {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        vec![
+            Hierarchy::resolve("geo", &HierarchySpec::Levels(vec![1, 1]), &s(&["1a", "1b", "2a", "3c", "3d"])).unwrap(),
+            Hierarchy::resolve("sex", &HierarchySpec::Flat, &s(&["f", "m"])).unwrap(),
+            Hierarchy::resolve("age", &HierarchySpec::Levels(vec![1, 1]), &s(&["1x", "1y", "2z"])).unwrap(),
+        ]
+    }
+
+    /// Parts rolled up one by one and concatenated in part order are the local roll-up, cell
+    /// for cell, whatever the part size; a broken payload is an error, not a panic.
+    #[test]
+    fn parts_concatenate_to_the_local_roll_up() {
+        let dims = dims();
+        let lat = Lattice::new(&dims).unwrap().with_shard_cells(4);
+        let mut rng = crate::rng::Rng::new(5);
+        let leaves = |h: &Hierarchy| h.leaves().collect::<Vec<_>>();
+        let ls: Vec<Vec<usize>> = dims.iter().map(leaves).collect();
+        let mut pairs = Pairs::default();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..400 {
+            let coords: Vec<u32> = ls.iter().map(|l| l[rng.below(l.len() as u64) as usize] as u32).collect();
+            let key = lat.key(&coords);
+            let c = rng.below(40) as u32;
+            if seen.insert((key, c)) {
+                pairs.leaf.push(key);
+                pairs.contributor.push(c);
+                pairs.share.push(Share { value: 1 + rng.below(10_000) as i128, weight: 0, records: 1 });
+            }
+        }
+        let layout = PartLayout { dims: dims.clone(), top_n: 2, weighted: false };
+        let mut local = Cells::empty(dims.clone(), 2, false);
+        lattice::roll_up_pairs::<2>(&lat, &pairs, SCALE_F, &mut |r| {
+            local.append(to_cells(2, false, &dims, &lat, r));
+            Ok(())
+        })
+        .unwrap();
+        // The executor builds its lattice with the default shard size: plan with it too.
+        let lat = Lattice::new(&dims).unwrap();
+        for part_cells in [1, 7, 50, u64::MAX] {
+            let mut payloads = Vec::new();
+            let n = plan_parts::<2>(&lat, &Inputs::Pairs(&pairs), part_cells, &mut |i, p| {
+                assert_eq!(i, payloads.len());
+                payloads.push(p);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(n, payloads.len());
+            let mut got = Cells::empty(dims.clone(), 2, false);
+            for p in &payloads {
+                got.append(collect_part(&layout, p).unwrap());
+            }
+            assert_eq!(got, local, "part_cells {part_cells} ({n} parts)");
+            if part_cells == 1 {
+                assert!(n > 3, "small parts cut the table: {n}");
+                assert!(collect_part(&layout, &payloads[0][..payloads[0].len() - 3]).is_err());
+            }
+        }
+    }
+}
