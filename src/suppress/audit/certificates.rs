@@ -22,6 +22,9 @@ pub(crate) type CubeCandidate = (u32, Vec<Cube>);
 /// A candidate move for [`Auditor::offer_moves`]: sensitive index, direction, move.
 pub(crate) type MoveCandidate = (u32, u8, Vec<(u32, f64)>);
 
+/// Witnesses through a target tried by [`Auditor::reuse_witnesses`].
+const REUSE_PER_TARGET: usize = 64;
+
 /// A verified candidate: sensitive index, direction, move, reach.
 type Verified = (usize, usize, Vec<(u32, f64)>, f64);
 
@@ -162,6 +165,54 @@ impl Auditor<'_, '_> {
             n_ok += 1;
         }
         n_ok
+    }
+
+    /// Certifies unknown non-sliding targets with witnesses already held: a witness is a
+    /// feasible attacker move while every cell of its support stays suppressed (the module
+    /// doc), so one found for another target, or for this one before a drop that did not touch
+    /// it, certifies the target when it moves it far enough. Why: a cleanup trial that
+    /// publishes a much-used secondary invalidates hundreds of certificates (measured on a
+    /// 11 k-cell census table: ~770 per accepted drop, ~1,800 LPs), some of which another
+    /// valid witness through the target already covers. Only the [`REUSE_PER_TARGET`] most
+    /// recent witnesses through the target are tried. Returns the pairs certified.
+    pub(super) fn reuse_witnesses(&mut self) -> usize {
+        let p = self.p;
+        if self.lp_only || self.exact {
+            return 0;
+        }
+        let mut n = 0;
+        for k in 0..p.sens.len() {
+            let s = &p.sens[k];
+            if is_sliding(s) {
+                continue;
+            }
+            for d in 0..2 {
+                let want = need(s, d);
+                if want <= 0.0 || !matches!(self.certs[k][d], Cert::Unknown) {
+                    continue;
+                }
+                let Some(ws) = self.wit_of_cell.get(&s.cell) else { continue };
+                let dir = if d == 0 { -1.0 } else { 1.0 };
+                let found = ws.iter().rev().take(REUSE_PER_TARGET).find_map(|&w| {
+                    let mut reach = None;
+                    for &(c, v) in &self.witnesses[w as usize] {
+                        if !self.sup[c as usize] {
+                            return None;
+                        }
+                        if c == s.cell {
+                            reach = Some(dir * v);
+                        }
+                    }
+                    reach.filter(|&v| v >= want - tolerance(want)).map(|v| (w, v))
+                });
+                if let Some((w, v)) = found {
+                    self.users[w as usize].push((k as u32, d as u8));
+                    self.certs[k][d] = Cert::Ok(w, v);
+                    n += 1;
+                }
+            }
+        }
+        n
     }
 
     /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each

@@ -282,6 +282,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
     pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
         self.sync_checked();
         if !self.exact && !self.lp_only {
+            self.reuse_witnesses();
             self.solve_witnesses();
             self.sync_checked();
         }
