@@ -10,7 +10,8 @@
 //! table — and a witness stays valid while all its nonzero cells stay suppressed. So
 //! (1) one "batch" LP maximising the sum of several targets (each capped at its level) can
 //! certify many targets at once; (2) adding suppressions never breaks a certificate; (3) after
-//! removing a cell, only targets whose witness used it are re-solved; (4) on large problems
+//! removing a cell, only targets whose witness used it are re-solved, and first by another
+//! witness already held through them ([`Auditor::reuse_witnesses`]); (4) on large problems
 //! (> 100 k cells) and during cleanups, "local" LPs over a ball of ≤ 400 suppressed cells
 //! within 3 relation hops of the target come first (batched per ball): they restrict the
 //! attacker (cells outside the ball are held at their values), so their optima are still
