@@ -191,6 +191,13 @@ dir = "{size_dir / ('out_' + name)}"
 """
 
 
+def cells_of(out: Path) -> Path:
+    """A run's confidential cells: `cells.parquet` for a protected table, the `cells/` folder of
+    parts (read in name order = key order) for a primaries-only one."""
+    one = out / "confidential" / "t" / "cells.parquet"
+    return one if one.exists() else out / "confidential" / "t" / "cells"
+
+
 def share(values: list[float], suppressed: list[bool]) -> float:
     total = sum(abs(v) for v in values)
     return sum(abs(v) for v, s in zip(values, suppressed) if s) / total if total else 0.0
@@ -224,7 +231,7 @@ def run_sdcflow(sdcflow: str, size_dir: Path, name: str, time_limit: float) -> d
     if r.returncode != 0:
         return {"tool": "sdcflow", "method": name, "error": r.stderr.strip()[-300:], "time": wall}
     rep = json.loads((out / "report.json").read_text())["tables"][0]
-    cells = out / "confidential" / "t" / "cells.parquet"
+    cells = cells_of(out)
     t = pq.read_table(cells).to_pydict()
     sup = [s in ("U", "M") for s in t["status"]]
     # The lower bound is on the secondary cost (cost = value here): as a share of the table.
@@ -300,7 +307,7 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
     rows = res.tables[0].rows
     tau = {tuple(r[v] for v in dims): r["status"] for r in rows}
     # Join onto sdcflow's own tabulation of the same table (method none = primaries only).
-    base = pq.read_table(size_dir / "out_none" / "confidential" / "t" / "cells.parquet")
+    base = pq.read_table(cells_of(size_dir / "out_none"))
     d = base.to_pydict()
     status, missing = [], 0
     for i in range(base.num_rows):
