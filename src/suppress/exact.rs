@@ -190,6 +190,27 @@ pub(crate) fn repaired<'p, 'a>(
     }
 }
 
+/// HiTaS's last step on the merged subtable pattern `merged`: the merged patterns already protect
+/// every subtable, so they are kept and only what the whole-table attacker still finds is
+/// repaired ([`repaired`]), instead of laying hypercubes over them; then `cleanup_trials`
+/// drop trials, if any. The repair closes only the cells it adds: closing the whole merged
+/// pattern first cascades through the exact subtables' secondaries (measured on a flat 924-cell
+/// table, one subtable: 9.2 % → 23.8 % of the value, then 13 s of cleanup to come back). The
+/// modular method publishes this; the tabu search starts from it.
+pub(crate) fn complete_merged<'p, 'a>(
+    p: &'p Problem<'a>,
+    merged: &[bool],
+    singleton_rule: bool,
+    cleanup_trials: Option<usize>,
+    deadline: &Deadline,
+) -> Result<Work<'p, 'a>, SuppressError> {
+    let mut w = repaired(p, merged.to_vec(), singleton_rule, deadline)?;
+    if let Some(trials) = cleanup_trials {
+        w.cleanup(singleton_rule, trials, deadline)?;
+    }
+    Ok(w)
+}
+
 /// [`repaired`] repairs without a closure when at most one sensitive cell in this many fails.
 const REPAIR_ONLY_SHARE: usize = 10;
 

@@ -26,7 +26,7 @@ use crate::rng::Rng;
 
 use super::budget::Deadline;
 use super::construct::complete;
-use super::exact::{master, repaired, strengthen};
+use super::exact::{complete_merged, master, strengthen};
 use super::problem::{Fix, Problem};
 use super::work::Work;
 use super::{ProtectOptions, SuppressError};
@@ -85,10 +85,13 @@ pub(crate) fn run(
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
     let mut w = match seed {
-        Some(m) => repaired(p, m.to_vec(), rule, deadline)?,
-        None => complete(p, p.initial(), rule, opts.construction, deadline)?,
+        Some(m) => complete_merged(p, m, rule, Some(opts.cleanup_budget()), deadline)?,
+        None => {
+            let mut w = complete(p, p.initial(), rule, opts.construction, deadline)?;
+            w.cleanup(rule, opts.cleanup_budget(), deadline)?;
+            w
+        }
     };
-    w.cleanup(rule, opts.cleanup_budget(), deadline)?;
     if p.n() <= opts.optimal_max_cells && !deadline.reached() {
         let x0 = construct(p, opts, &mut rng, deadline)?;
         let c = complete(p, x0, rule, opts.construction, deadline)?;

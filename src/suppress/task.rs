@@ -83,16 +83,14 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
     }
     let (sup, lower_bound, certified) = match (opts.method, merged) {
         (Method::Modular, Some(m)) => {
-            // The merged subtable patterns already protect every subtable: keep them and repair
-            // only what the whole-table attacker still finds (HiTaS's last step), instead of
-            // laying hypercubes over them. The repair closes only the cells it adds: closing the
-            // whole merged pattern first cascades through the exact subtables' secondaries
-            // (measured on a flat 924-cell table, one subtable: 9.2 % → 23.8 % of the value,
-            // then 13 s of cleanup to come back).
-            let mut w = exact::repaired(&p, m.to_vec(), opts.singleton_rule, deadline).map_err(with_coord)?;
-            if opts.cleanup {
-                w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline).map_err(with_coord)?;
-            }
+            let w = exact::complete_merged(
+                &p,
+                m,
+                opts.singleton_rule,
+                opts.cleanup.then(|| opts.cleanup_budget()),
+                deadline,
+            )
+            .map_err(with_coord)?;
             (w.aud.sup, None, None)
         }
         (Method::Modular, None) => {
