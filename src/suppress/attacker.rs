@@ -73,24 +73,51 @@ pub(crate) struct CompLp {
 /// HiGHS give up with status `Unknown`. The solution is scaled back; row duals do not change
 /// (they depend on the objective and the basis only).
 fn solve_scaled(lp: &LinearProgram) -> Result<lp::LpSolution, lp::LpError> {
+    let scale = scale_of(lp);
+    if scale == 1.0 {
+        return lp::solve(lp, &SolveOptions::default());
+    }
+    let mut s = lp::solve(&scaled(lp, scale), &SolveOptions::default())?;
+    unscale(&mut s, scale);
+    Ok(s)
+}
+
+/// The unit of [`solve_scaled`]: 1, or a power of ten putting the largest finite bound near 10^4.
+fn scale_of(lp: &LinearProgram) -> f64 {
     let largest =
         lp.columns.iter().flat_map(|c| [c.lower.abs(), c.upper.abs()]).filter(|v| v.is_finite()).fold(0.0f64, f64::max);
     if largest <= 1e6 {
-        return lp::solve(lp, &SolveOptions::default());
+        1.0
+    } else {
+        10f64.powi((largest.log10() - 4.0).floor() as i32)
     }
-    let scale = 10f64.powi((largest.log10() - 4.0).floor() as i32);
+}
+
+fn scaled(lp: &LinearProgram, scale: f64) -> LinearProgram {
     let mut scaled = lp.clone();
     for c in &mut scaled.columns {
         c.lower /= scale;
         c.upper /= scale;
     }
-    let mut s = lp::solve(&scaled, &SolveOptions::default())?;
-    for v in &mut s.columns {
-        *v *= scale;
+    scaled
+}
+
+fn unscale(s: &mut lp::LpSolution, scale: f64) {
+    if scale != 1.0 {
+        for v in &mut s.columns {
+            *v *= scale;
+        }
+        s.objective *= scale;
+        s.column_duals.clear();
     }
-    s.objective *= scale;
-    s.column_duals.clear();
-    Ok(s)
+}
+
+/// How a [`CompLp`]'s attacker LPs are solved: each from scratch, or each hot-started from the
+/// previous one's basis ([`lp::WarmLp`], in scaled units). Make one `Warm` per thread and
+/// sequence of LPs: the witnesses found then depend on that sequence, never on timing.
+pub(crate) enum Solves {
+    Cold,
+    Warm(lp::WarmLp, f64),
 }
 
 /// Outcome of one attacker LP for a target and direction.
@@ -147,31 +174,57 @@ impl CompLp {
         Self { cells, rows, col_of, lp }
     }
 
-    fn witness(&self, x: &[f64]) -> Vec<(u32, f64)> {
-        self.cells.iter().zip(x).filter(|(_, v)| v.abs() > 1e-9).map(|(&c, &v)| (c, v)).collect()
+    /// A warm solver for a sequence of this LP's attacker problems ([`Solves::Warm`]).
+    pub fn warm(&self) -> Solves {
+        let scale = scale_of(&self.lp);
+        Solves::Warm(lp::WarmLp::new(scaled(&self.lp, scale)), scale)
     }
 
-    fn run(&self, lp: &LinearProgram, what: &str) -> Result<lp::LpSolution, SuppressError> {
-        solve_scaled(lp).map_err(|source| SuppressError::Lp {
-            context: format!("attacker LP ({what}) on a component of {} cells", self.cells.len()),
-            source,
-        })
+    /// Solves the LP with the objective `Σ dir·z_t` and caps `dir·z_t ≤ cap` of `targets`.
+    fn solve_targets(&self, how: &mut Solves, targets: &[(u32, f64, f64)]) -> Result<lp::LpSolution, lp::LpError> {
+        let changes = |scale: f64| -> Vec<(usize, f64, f64, f64)> {
+            targets
+                .iter()
+                .map(|&(t, dir, cap)| {
+                    let k = self.col_of[&t];
+                    let c = &self.lp.columns[k];
+                    let (lo, hi) = if dir > 0.0 { (c.lower, c.upper.min(cap)) } else { (c.lower.max(-cap), c.upper) };
+                    (k, dir, lo / scale, hi / scale)
+                })
+                .collect()
+        };
+        match how {
+            Solves::Cold => {
+                let mut lp = self.lp.clone();
+                for (k, cost, lo, hi) in changes(1.0) {
+                    (lp.columns[k].cost, lp.columns[k].lower, lp.columns[k].upper) = (cost, lo, hi);
+                }
+                solve_scaled(&lp)
+            }
+            Solves::Warm(w, scale) => {
+                let mut s = w.solve(&changes(*scale))?;
+                unscale(&mut s, *scale);
+                Ok(s)
+            }
+        }
+    }
+
+    fn witness(&self, x: &[f64]) -> Vec<(u32, f64)> {
+        self.cells.iter().zip(x).filter(|(_, v)| v.abs() > 1e-9).map(|(&c, &v)| (c, v)).collect()
     }
 
     /// Maximises `Σ dir·z_t` over `targets = (cell, dir, cap)` with `dir·z_t ≤ cap` — a
     /// restriction of the attacker's region, so its optimum is a valid witness for all.
     pub fn batch(&self, targets: &[(u32, f64, f64)]) -> Result<Vec<(u32, f64)>, SuppressError> {
-        let mut lp = self.lp.clone();
-        for &(t, dir, cap) in targets {
-            let k = self.col_of[&t];
-            lp.columns[k].cost = dir;
-            if dir > 0.0 {
-                lp.columns[k].upper = lp.columns[k].upper.min(cap);
-            } else {
-                lp.columns[k].lower = lp.columns[k].lower.max(-cap);
-            }
-        }
-        let s = self.run(&lp, "batch")?;
+        self.batch_with(&mut Solves::Cold, targets)
+    }
+
+    /// [`Self::batch`] solved as `how` says.
+    pub fn batch_with(&self, how: &mut Solves, targets: &[(u32, f64, f64)]) -> Result<Vec<(u32, f64)>, SuppressError> {
+        let s = self.solve_targets(how, targets).map_err(|source| SuppressError::Lp {
+            context: format!("attacker LP (batch) on a component of {} cells", self.cells.len()),
+            source,
+        })?;
         Ok(self.witness(&s.columns))
     }
 
@@ -187,15 +240,23 @@ impl CompLp {
         cap: f64,
         need: f64,
     ) -> Result<(Attack, Option<Cut>), SuppressError> {
-        let mut lp = self.lp.clone();
+        self.single_with(&mut Solves::Cold, p, x, t, dir, cap, need)
+    }
+
+    /// [`Self::single`] solved as `how` says.
+    #[allow(clippy::too_many_arguments)]
+    pub fn single_with(
+        &self,
+        how: &mut Solves,
+        p: &Problem,
+        x: &dyn Fn(u32) -> f64,
+        t: u32,
+        dir: f64,
+        cap: f64,
+        need: f64,
+    ) -> Result<(Attack, Option<Cut>), SuppressError> {
         let k = self.col_of[&t];
-        lp.columns[k].cost = dir;
-        if dir > 0.0 {
-            lp.columns[k].upper = lp.columns[k].upper.min(cap);
-        } else {
-            lp.columns[k].lower = lp.columns[k].lower.max(-cap);
-        }
-        let s = match solve_scaled(&lp) {
+        let s = match self.solve_targets(how, &[(t, dir, cap)]) {
             Err(lp::LpError::Unbounded) if cap.is_infinite() => {
                 let a = Attack { value: f64::INFINITY, witness: Vec::new() };
                 return Ok((a, None));

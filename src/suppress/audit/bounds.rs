@@ -283,23 +283,35 @@ impl Auditor<'_, '_> {
             singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
         }
         singles.sort_unstable();
-        // Phase B: one LP per remaining (target, direction).
+        // Phase B: one LP per remaining (target, direction), hot-started from the previous LP of
+        // the same component in runs of at most WARM_RUN (fixed runs in target order: the same
+        // witnesses on any number of threads).
         let exact = self.exact;
         let checked = self.checked.as_ref();
-        let res: Vec<_> = singles
+        let mut runs: Vec<&[(usize, usize, usize)]> = Vec::new();
+        for comp in singles.chunk_by(|a, b| a.0 == b.0) {
+            runs.extend(comp.chunks(WARM_RUN));
+        }
+        let res: Vec<Vec<_>> = runs
             .par_iter()
-            .map(|&(ci, k, d)| {
-                let s = &p.sens[k];
-                let dir = if d == 0 { -1.0 } else { 1.0 };
-                let n = need(s, d);
-                let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
-                let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
-                let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
-                let r = lps[ci].single(p, &x, s.cell, dir, cap, cut_at);
-                tick(checked, 1);
-                r
+            .map(|run| {
+                let mut how = lps[run[0].0].warm();
+                run.iter()
+                    .map(|&(ci, k, d)| {
+                        let s = &p.sens[k];
+                        let dir = if d == 0 { -1.0 } else { 1.0 };
+                        let n = need(s, d);
+                        let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
+                        let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
+                        let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
+                        let r = lps[ci].single_with(&mut how, p, &x, s.cell, dir, cap, cut_at);
+                        tick(checked, 1);
+                        r
+                    })
+                    .collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<_, _>>()?;
+        let res: Vec<_> = res.into_iter().flatten().collect();
         self.lps += res.len();
         let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
         for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
@@ -349,6 +361,10 @@ struct BatchOut {
     lps: usize,
 }
 
+/// Attacker LPs of one component solved in a row from one hot start ([`CompLp::warm`]): the
+/// first from scratch, the others from the previous basis.
+const WARM_RUN: usize = 32;
+
 fn run_batches(
     p: &Problem,
     lp: &CompLp,
@@ -356,6 +372,7 @@ fn run_batches(
     checked: Option<&Checked>,
 ) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
+    let mut how = lp.warm();
     for g in groups {
         let mut g = g.clone();
         for _round in 0..4 {
@@ -369,7 +386,7 @@ fn run_batches(
                     (s.cell, if d == 0 { -1.0 } else { 1.0 }, need(s, d))
                 })
                 .collect();
-            let w = lp.batch(&targets)?;
+            let w = lp.batch_with(&mut how, &targets)?;
             out.lps += 1;
             let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
             let (done, rest): (Vec<_>, Vec<_>) = g.iter().partition(|&&(k, d)| {
