@@ -103,7 +103,12 @@ async fn run_job_with(
     let hierarchies: HashMap<_, _> = job.hierarchies.clone().into_iter().collect();
     // Solver work (modular subtables, whole-table protections, microaggregation strata) runs
     // where the engine runs queries: the executors on a cluster.
-    let executor = Executor { ctx: ctx.clone(), scratch: solve_scratch.clone(), files: job.target_partitions };
+    let executor = Executor {
+        ctx: ctx.clone(),
+        scratch: solve_scratch.clone(),
+        files: job.target_partitions,
+        remote: matches!(mode, EngineMode::Remote(_)),
+    };
     // Tables of a `[[linked]]` group wait here until the whole group is assessed.
     let mut pending: HashMap<String, PendingTable> = HashMap::new();
     for t in &job.tables {

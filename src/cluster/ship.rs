@@ -180,13 +180,20 @@ pub struct Executor {
     pub scratch: Arc<Scratch>,
     /// Partition files per query at most.
     pub files: usize,
+    /// Whether the queries run on other machines' executors (a remote cluster): their results
+    /// are then verified by this client ([`SubtableSolver::untrusted`]). Local and standalone
+    /// engines run every function in this process, on the client's own tables.
+    pub remote: bool,
 }
 
 impl Executor {
     /// A solver shipping the modular subtables (and whole-table protections) of `table`;
     /// call it from a blocking thread inside the runtime (see [`SqlSubtableSolver::new`]).
     pub fn subtable_solver(&self, table: &str) -> SqlSubtableSolver {
-        SqlSubtableSolver::new(self.ctx.clone(), self.scratch.clone(), Handle::current(), table, self.files)
+        let mut s =
+            SqlSubtableSolver::new(self.ctx.clone(), self.scratch.clone(), Handle::current(), table, self.files);
+        s.remote = self.remote;
+        s
     }
 
     /// [`solve_strata`] on this executor.
@@ -217,6 +224,8 @@ pub struct SqlSubtableSolver {
     files: usize,
     levels: AtomicUsize,
     tables: AtomicUsize,
+    /// Results come from other processes (see [`Executor::remote`]); true unless told otherwise.
+    pub remote: bool,
 }
 
 impl SqlSubtableSolver {
@@ -225,7 +234,16 @@ impl SqlSubtableSolver {
     /// call [`SubtableSolver::solve_level`] from a blocking thread (not a runtime worker).
     pub fn new(ctx: SessionContext, scratch: Arc<Scratch>, handle: Handle, table: &str, files: usize) -> Self {
         let table = safe_name(table);
-        Self { ctx, scratch, handle, table, files, levels: AtomicUsize::new(0), tables: AtomicUsize::new(0) }
+        Self {
+            ctx,
+            scratch,
+            handle,
+            table,
+            files,
+            levels: AtomicUsize::new(0),
+            tables: AtomicUsize::new(0),
+            remote: true,
+        }
     }
 
     async fn solve(&self, tasks: &[SubtableTask]) -> Result<Vec<Result<SubtableOutcome, (String, String)>>> {
@@ -426,6 +444,10 @@ fn safe_name(name: &str) -> String {
 }
 
 impl SubtableSolver for SqlSubtableSolver {
+    fn untrusted(&self) -> bool {
+        self.remote
+    }
+
     fn solve_level(&self, tasks: Vec<SubtableTask>) -> std::result::Result<Vec<SubtableOutcome>, SuppressError> {
         if tasks.is_empty() {
             return Ok(Vec::new());

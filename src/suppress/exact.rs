@@ -178,10 +178,18 @@ pub(crate) fn repaired<'p, 'a>(
     let mut w = Work::new(p, sup.clone());
     // Many failures: a pattern far from protecting (an early master's on a large table), where
     // repairing cut by cut costs an audit per round; the closure is the cheaper start there.
-    if w.aud.check()?.len() * REPAIR_ONLY_SHARE > p.sens.len() {
+    let (t0, cpu0) = (std::time::Instant::now(), super::trace::cpu_s());
+    let failures = w.aud.check()?.len();
+    trace(format_args!(
+        "first audit {:.1}s ({:.1} CPU s): {failures} failures, {} LPs",
+        t0.elapsed().as_secs_f64(),
+        super::trace::cpu_s() - cpu0,
+        w.aud.lps
+    ));
+    if failures * REPAIR_ONLY_SHARE > p.sens.len() {
         return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
-    match w.repair(singleton_rule, deadline) {
+    match w.repair_open(singleton_rule, REPAIR_OPEN_ROUNDS, deadline) {
         Ok(()) => Ok(w),
         Err(SuppressError::Unprotected { .. }) => {
             complete(p, sup, singleton_rule, super::Construction::Closure, deadline)
@@ -204,12 +212,24 @@ pub(crate) fn complete_merged<'p, 'a>(
     cleanup_trials: Option<usize>,
     deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
+    let t0 = std::time::Instant::now();
     let mut w = repaired(p, merged.to_vec(), singleton_rule, deadline)?;
+    trace(format_args!(
+        "merged pattern repaired {:.1}s, cost {:.4} %",
+        t0.elapsed().as_secs_f64(),
+        p.cost_percent(p.cost_of(&w.aud.sup))
+    ));
     if let Some(trials) = cleanup_trials {
         w.cleanup(singleton_rule, trials, deadline)?;
     }
     Ok(w)
 }
+
+/// Rounds of [`repaired`]'s repair that add only what the cuts ask for before it closes the
+/// cells it adds ([`Work::repair_open`]). Measured on HiTaS's merged pattern of an 11 k-cell
+/// census table: 3 open rounds and 0.4 s repair its 34 shortfalls at 3.20 % of the value,
+/// where one closed round gave 3.63 %.
+const REPAIR_OPEN_ROUNDS: usize = 10;
 
 /// [`repaired`] repairs without a closure when at most one sensitive cell in this many fails.
 const REPAIR_ONLY_SHARE: usize = 10;

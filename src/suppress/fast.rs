@@ -35,12 +35,9 @@
 //! [`Work::cleanup`]: super::work::Work::cleanup
 //! [`Work::try_drop`]: super::work::Work::try_drop
 
-use std::time::Instant;
-
 use super::budget::Deadline;
 use super::construct::complete;
 use super::problem::Problem;
-use super::trace::trace;
 use super::{ProtectOptions, SuppressError};
 
 /// The fast method (see the module doc).
@@ -59,14 +56,7 @@ pub(crate) fn run_certified(
     if opts.cleanup {
         w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
     }
-    // Belt and braces: every kept drop was audited, but audit the end state before trusting it.
-    if !w.aud.check()?.is_empty() {
-        return Ok((w.aud.sup, None));
-    }
-    let t0 = Instant::now();
-    let rep = w.aud.recheck(opts.singleton_rule);
-    trace(format_args!("certificate re-verification {:.1}s: {}", t0.elapsed().as_secs_f64(), rep.is_some()));
-    Ok((w.aud.sup, rep))
+    w.into_certified(opts.singleton_rule)
 }
 
 #[cfg(test)]

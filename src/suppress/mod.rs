@@ -106,7 +106,8 @@ pub struct ProtectOptions {
     pub cleanup: bool,
     /// Tabu iterations (the stopping rule; the time limit is a safety net).
     pub tabu_iterations: usize,
-    /// Drop trials per cleanup pass (`None`: every candidate secondary once).
+    /// Drop trials per cleanup pass (`None`: every candidate secondary once; for `Modular`'s
+    /// completion, none — see [`task`]).
     #[serde(default)]
     pub cleanup_trials: Option<usize>,
     /// `Optimal`: master MIP solves (each adds the capacity cuts its pattern violates).

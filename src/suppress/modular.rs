@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use super::budget::Deadline;
 use super::problem::{Fix, Problem};
 use super::task::{solve_table_task, TableOutcome, TableTask};
+use super::trace::trace;
 use super::{fast, Method, ProtectOptions, SuppressError};
 use crate::table::relations::FastMap;
 use crate::table::{Cell, CellStatus, Dimension, Table};
@@ -344,8 +345,17 @@ pub(crate) fn run_levels(
             };
             tasks.into_iter().map(skip).collect()
         } else {
+            let t0 = Instant::now();
             let r = solver.solve_level(tasks)?;
             let _ = deadline.reached();
+            trace(format_args!(
+                "modular level {level}: {} subtables, {} cells, {:.1}s (largest {} cells, slowest {:.1}s)",
+                end - start,
+                subs[start..end].iter().map(|s| s.cells.len()).sum::<usize>(),
+                t0.elapsed().as_secs_f64(),
+                subs[start..end].iter().map(|s| s.cells.len()).max().unwrap_or(0),
+                r.iter().map(|o| o.seconds).fold(0.0, f64::max)
+            ));
             r
         };
         if results.len() != end - start {

@@ -9,3 +9,12 @@ pub(crate) fn trace(what: std::fmt::Arguments) {
         eprintln!("[suppress] {what}");
     }
 }
+
+/// CPU seconds of this process so far (user + system, from `/proc/self/stat`; 0 elsewhere):
+/// benchmark traces compare work on a loaded machine by it.
+pub(crate) fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
