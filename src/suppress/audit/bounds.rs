@@ -361,6 +361,12 @@ struct BatchOut {
     lps: usize,
 }
 
+/// Batch LPs per (component, direction) while each certifies a target (each maximises the
+/// capped sum of the targets still unknown). Measured on HiTaS's merged c3-persons pattern: 4
+/// rounds left 1,307 targets to single LPs (11.9 s of audit), 16 left 166 (2.2 s), with the
+/// same verdicts; c4-persons and c3-ent-flat as fast or faster.
+const BATCH_ROUNDS: usize = 16;
+
 /// Attacker LPs of one component solved in a row from one hot start ([`CompLp::warm`]): the
 /// first from scratch, the others from the previous basis.
 const WARM_RUN: usize = 32;
@@ -375,7 +381,7 @@ fn run_batches(
     let mut how = lp.warm();
     for g in groups {
         let mut g = g.clone();
-        for _round in 0..4 {
+        for _round in 0..BATCH_ROUNDS {
             if g.len() < 2 {
                 break;
             }
