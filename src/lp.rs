@@ -319,11 +319,6 @@ impl WarmLp {
         Self { lp, model: None }
     }
 
-    /// The base program.
-    pub fn base(&self) -> &LinearProgram {
-        &self.lp
-    }
-
     /// Solves the base program with `changes` — `(column, cost, lower, upper)` — applied; the
     /// base is restored for the next solve.
     pub fn solve(&mut self, changes: &[(usize, f64, f64, f64)]) -> Result<LpSolution, LpError> {
