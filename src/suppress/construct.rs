@@ -362,7 +362,7 @@ pub(crate) fn complete<'p, 'a>(
 ) -> Result<Work<'p, 'a>, SuppressError> {
     let t0 = Instant::now();
     if use_cover(p, construction) && p.n() <= ASSIGN_MAX_CELLS {
-        if let Some(a) = super::cubes::assign(p, &sup, ASSIGN_PASSES) {
+        if let Some(a) = super::cubes::assign(p, &sup, ASSIGN_PASSES, deadline) {
             let mut w = Work::new(p, sup);
             let mut used = vec![0u32; p.n()];
             for (k, cube) in a.cubes.iter().enumerate() {
