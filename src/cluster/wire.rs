@@ -421,9 +421,22 @@ struct WireStatuses(#[serde(with = "crate::table::status_letter::vec")] Vec<Cell
 /// A whole-table solver error, kept structured so the client reports it as if solved locally.
 #[derive(Serialize, Deserialize)]
 enum WireError {
-    Infeasible { cell: usize, coord: Vec<u32>, why: String },
-    Unprotected { method: Method, count: usize, first: usize },
+    Infeasible {
+        cell: usize,
+        coord: Vec<u32>,
+        why: String,
+    },
+    Unprotected {
+        method: Method,
+        count: usize,
+        first: usize,
+    },
     Input(String),
+    /// The hard stop before any clean pattern: the user's error, not the worker's.
+    TimeLimit {
+        phase: String,
+        limit_s: f64,
+    },
     Other(String),
 }
 
@@ -472,6 +485,9 @@ impl Wire for Solved<Result<TableOutcome, SuppressError>> {
                         WireError::Unprotected { method: *method, count: *count, first: *first }
                     }
                     SuppressError::Input(m) => WireError::Input(m.clone()),
+                    SuppressError::TimeLimit { phase, limit_s } => {
+                        WireError::TimeLimit { phase: phase.clone(), limit_s: *limit_s }
+                    }
                     other => WireError::Other(other.to_string()),
                 })
             }
@@ -484,6 +500,7 @@ impl Wire for Solved<Result<TableOutcome, SuppressError>> {
                 WireError::Infeasible { cell, coord, why } => SuppressError::Infeasible { cell, coord, why },
                 WireError::Unprotected { method, count, first } => SuppressError::Unprotected { method, count, first },
                 WireError::Input(m) => SuppressError::Input(m),
+                WireError::TimeLimit { phase, limit_s } => SuppressError::TimeLimit { phase, limit_s },
                 WireError::Other(m) => SuppressError::Distributed(format!("on {}: {m}", w.worker)),
             }),
             None => Ok(TableOutcome {
@@ -668,6 +685,9 @@ mod tests {
         let back = round_trip(&solved(Err::<TableOutcome, _>(e.clone()), "exec-2")).outcome.unwrap_err();
         assert_eq!(back, e);
         let e = SuppressError::Unprotected { method: Method::Fast, count: 2, first: 9 };
+        assert_eq!(round_trip(&solved(Err::<TableOutcome, _>(e.clone()), "x")).outcome.unwrap_err(), e);
+        // The time limit stays the user's error (not "distributed subtable solve: on exec…").
+        let e = SuppressError::TimeLimit { phase: "the audit-driven repair".into(), limit_s: 120.0 };
         assert_eq!(round_trip(&solved(Err::<TableOutcome, _>(e.clone()), "x")).outcome.unwrap_err(), e);
         let e = SuppressError::Distributed("gone".into());
         let back = round_trip(&solved(Err::<TableOutcome, _>(e), "exec-3")).outcome.unwrap_err();

@@ -293,7 +293,7 @@ pub enum SuppressError {
     /// The wall-clock hard stop (`time_limit_s`) came before any pattern passed the audit
     /// (fail closed: nothing is published).
     #[error(
-        "the time limit of {limit_s} s was reached during {phase}, before any suppression pattern passed the \
+        "the time limit of {limit_s:.0} s was reached during {phase}, before any suppression pattern passed the \
          audit; nothing was published (raise secondary.time_limit_s, or coarsen the table)"
     )]
     TimeLimit {
