@@ -191,7 +191,7 @@ pub(crate) fn solve_joint(
     let sup = match opts.method {
         Method::Fast => fast::run(&p, opts, deadline)?,
         Method::Tabu => super::tabu::run(&p, opts, None, deadline)?,
-        Method::Optimal => super::exact::run(&p, opts, deadline)?.0,
+        Method::Optimal => super::exact::run(&p, opts, None, deadline)?.0,
         Method::Modular => modular_linked(tables, &p, &maps, opts, deadline)?,
     };
     let joint = super::finish(&p, sup, opts.method, opts.singleton_rule, start)?;

@@ -157,7 +157,7 @@ pub fn solve_subtable(local: &Table, opts: &ProtectOptions) -> Result<Vec<bool>,
     let deadline = Deadline::after(opts.time_limit_s);
     match opts.modular_inner {
         Method::Optimal if p.n() <= opts.optimal_max_cells => {
-            Ok(super::exact::run(&p, &subtable_options(opts), &deadline)?.0)
+            Ok(super::exact::run(&p, &subtable_options(opts), None, &deadline)?.0)
         }
         _ => fast::run(&p, opts, &deadline),
     }
@@ -174,16 +174,12 @@ pub fn solve_subtable(local: &Table, opts: &ProtectOptions) -> Result<Vec<bool>,
 /// pattern at 2–5× the time, the fast method 23.9 %. Work units, so deterministic.
 const SUBTABLE_EXACT_BUDGET: (usize, usize, usize, f64) = (3, 10, 30, 0.005);
 
-/// `opts` with the exact model's budgets capped for one subtable ([`SUBTABLE_EXACT_BUDGET`]).
+/// `opts` with the exact model's budgets of one subtable ([`SUBTABLE_EXACT_BUDGET`]). Fixed,
+/// not capped by `opts`: those are the budgets of a whole-table exact search, which starts
+/// from HiTaS's pattern on large tables and must not get a worse start for a smaller budget.
 fn subtable_options(opts: &ProtectOptions) -> ProtectOptions {
-    let (solves, nodes, rounds, gap) = SUBTABLE_EXACT_BUDGET;
-    ProtectOptions {
-        master_solves: opts.master_solves.min(solves),
-        mip_nodes: opts.mip_nodes.min(nodes),
-        optimal_lp_rounds: opts.optimal_lp_rounds.min(rounds),
-        optimal_gap: opts.optimal_gap.max(gap),
-        ..opts.clone()
-    }
+    let (master_solves, mip_nodes, optimal_lp_rounds, optimal_gap) = SUBTABLE_EXACT_BUDGET;
+    ProtectOptions { master_solves, mip_nodes, optimal_lp_rounds, optimal_gap, ..opts.clone() }
 }
 
 /// Sensitive cells plus marginals equal to a sensitive part (or parts equal to a sensitive

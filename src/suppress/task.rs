@@ -28,9 +28,10 @@ pub struct TableTask {
     pub tables: Vec<Table>,
     /// Options; `time_limit_s` is the hard stop left for this task.
     pub opts: ProtectOptions,
-    /// `Modular` and `Tabu` only: the merged pattern of the exact subtable solves (over the
-    /// single table's cells), to complete, clean up and audit (`Modular`) or to start the tabu
-    /// search from (`Tabu`).
+    /// `Modular`, `Tabu` and `Optimal` only: the merged pattern of the exact subtable solves
+    /// (over the single table's cells), to complete, clean up and audit (`Modular`) or to
+    /// start the tabu search or the exact search from (`Tabu`, `Optimal` above
+    /// `exact::HITAS_START_CELLS` cells).
     pub merged: Option<Vec<bool>>,
 }
 
@@ -107,16 +108,18 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
             ))
         }
         (Method::Tabu, seed) => (tabu::run(&p, opts, seed, deadline).map_err(with_coord)?, None, None),
-        (_, Some(_)) => {
-            return Err(SuppressError::Input("a merged pattern is only for the modular and tabu methods".into()))
+        (Method::Optimal, start) => {
+            let (s, lb) = exact::run(&p, opts, start, deadline).map_err(with_coord)?;
+            (s, lb, None)
+        }
+        (Method::Fast, Some(_)) => {
+            return Err(SuppressError::Input(
+                "a merged pattern is only for the modular, tabu and optimal methods".into(),
+            ))
         }
         (Method::Fast, None) => {
             let (sup, rep) = fast::run_certified(&p, opts, deadline).map_err(with_coord)?;
             (sup, None, rep)
-        }
-        (Method::Optimal, None) => {
-            let (s, lb) = exact::run(&p, opts, deadline).map_err(with_coord)?;
-            (s, lb, None)
         }
     };
     let t0 = Instant::now();
