@@ -189,8 +189,19 @@ async fn run_job_with(
         if t.secondary.protects() {
             let stage = progress.stage(&format!("{}: secondary suppression ({})", t.name, t.secondary), 1);
             let start = Instant::now();
+            // Too many primaries is known before protecting: said even when protection then
+            // fails (e.g. at the time limit), so the user learns what to coarsen.
+            let detail = crate::protect::detail_warning(&t.name, &assessed, 0.0);
             // Modular subtables run where the engine runs queries (executors on a cluster).
-            let (a, p) = crate::protect::protect_table(&executor, t, assessed, apriori).await?;
+            let (a, p) = match crate::protect::protect_table(&executor, t, assessed, apriori).await {
+                Ok(done) => done,
+                Err(e) => {
+                    if let Some(w) = detail {
+                        progress.warn(&w);
+                    }
+                    return Err(e);
+                }
+            };
             assessed = a;
             if p.stopped_by_time_limit {
                 let w = time_limit_warning(&t.name, t.time_limit_s);

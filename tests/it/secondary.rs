@@ -211,6 +211,41 @@ fn over_detailed_tables_are_called_unpublishable() {
     assert!(err.contains("too detailed to publish"), "{err}");
 }
 
+/// Issue 11 item 8: when protecting an over-detailed table fails (here: every non-sensitive
+/// cell forced published by an a-priori file, so some primary cannot be protected; at census
+/// scale, the time limit), the run still names the level combinations to coarsen before its
+/// error, and publishes nothing.
+#[test]
+fn a_failed_over_detailed_table_still_names_what_to_coarsen() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    generate_data(&data, 1200, 9, 1200, 8.0);
+    let head =
+        format!("[input]\nmicrodata = \"{}\"\n[[hierarchy]]\nvariable = \"geo\"\nlevels = [2, 2, 2]\n", data.display());
+    let none = salary_table("detailed", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", "{ method = \"none\", seed = 1 }");
+    write_job(d.path(), &format!("{head}{none}[output]\ndir = \"first\"\n"));
+    let (code, _, err) = run(&["run", "job.toml", "-q"], d.path());
+    assert_eq!(code, 0, "{err}");
+    let cells = read_cells(&d.path().join("first/confidential/detailed/cells/part-00000.parquet"), 2);
+    let mut hst = String::new();
+    for (k, c) in &cells {
+        if c.status != "U" {
+            hst.push_str(&format!("{},{},P\n", k[0], k[1]));
+        }
+    }
+    std::fs::write(d.path().join("pub.hst"), hst).unwrap();
+    let fast = "{ method = \"fast\", seed = 1 }\napriori = \"pub.hst\"";
+    let table = salary_table("detailed", &["geo", "sex"], "NK(1,85)|FREQ(3,10)", fast);
+    write_job(d.path(), &format!("{head}{table}[output]\ndir = \"out\"\n"));
+    let (code, _, err) = run(&["run", "job.toml"], d.path());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot be protected"), "{err}");
+    let warning = err.find("too detailed to publish").unwrap_or_else(|| panic!("no detail warning: {err}"));
+    assert!(warning < err.find("cannot be protected").unwrap(), "the warning comes first: {err}");
+    assert!(err.contains("geo at level 3 of 3"), "{err}");
+    assert!(!d.path().join("out").exists(), "nothing may be published");
+}
+
 /// Issue 15 item 4: long solver phases say how far they are, with their cost as a share of the
 /// table's (never an absolute value: logs hold no cell values), and the lines change no output.
 #[test]
