@@ -191,7 +191,7 @@ async fn run_job_with(
             let start = Instant::now();
             // Too many primaries is known before protecting: said even when protection then
             // fails (e.g. at the time limit), so the user learns what to coarsen.
-            let detail = crate::protect::detail_warning(&t.name, &assessed, 0.0);
+            let detail = crate::protect::detail_warning(&t.name, &assessed, None);
             // Modular subtables run where the engine runs queries (executors on a cluster).
             let (a, p) = match crate::protect::protect_table(&executor, t, assessed, apriori).await {
                 Ok(done) => done,
@@ -208,7 +208,7 @@ async fn run_job_with(
                 progress.warn(&w);
                 report.warnings.push(w);
             }
-            if let Some(w) = crate::protect::detail_warning(&t.name, &assessed, p.suppressed_value_share) {
+            if let Some(w) = crate::protect::detail_warning(&t.name, &assessed, Some(p.suppressed_value_share)) {
                 progress.warn(&w);
                 report.warnings.push(w);
             }
@@ -319,7 +319,7 @@ async fn protect_linked_group(
         report.warnings.push(w);
     }
     for (((t, mut tm), (_, a, _)), p) in jobs.into_iter().zip(timings).zip(owned).zip(&protections) {
-        if let Some(w) = crate::protect::detail_warning(&t.name, &a, p.suppressed_value_share) {
+        if let Some(w) = crate::protect::detail_warning(&t.name, &a, Some(p.suppressed_value_share)) {
             progress.warn(&w);
             report.warnings.push(w);
         }

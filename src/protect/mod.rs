@@ -62,11 +62,11 @@ const DETAIL_WARN_COMBINATIONS: usize = 3;
 /// The warning for a table too detailed to publish usefully ([`DETAIL_WARN_SHARE`]), naming
 /// the level combinations (each variable at one hierarchy level) with the highest share of
 /// primary cells, so the user knows which variables to coarsen; `None` below the thresholds.
-pub fn detail_warning(table_name: &str, a: &AssessedTable, suppressed_value_share: f64) -> Option<String> {
+pub fn detail_warning(table_name: &str, a: &AssessedTable, suppressed_value_share: Option<f64>) -> Option<String> {
     let n = a.status.len();
     let primaries = a.status.iter().filter(|s| **s == CellStatus::Primary).count();
     let primary_share = primaries as f64 / n.max(1) as f64;
-    if primary_share <= DETAIL_WARN_SHARE && suppressed_value_share <= DETAIL_WARN_SHARE {
+    if primary_share <= DETAIL_WARN_SHARE && suppressed_value_share.unwrap_or(0.0) <= DETAIL_WARN_SHARE {
         return None;
     }
     let dims = &a.cells.dims;
@@ -102,12 +102,14 @@ pub fn detail_warning(table_name: &str, a: &AssessedTable, suppressed_value_shar
             )
         })
         .collect();
+    // Before protection (`None`) only the primaries are known.
+    let suppressed =
+        suppressed_value_share.map_or(String::new(), |v| format!(" and {:.1} % of its value is suppressed", 100.0 * v));
     Some(format!(
-        "table `{table_name}` is too detailed to publish usefully: {:.1} % of its cells are primary and {:.1} % of \
-         its value is suppressed (warning above {:.0} %). Highest primary shares: {}. Coarsen these variables \
-         (fewer hierarchy levels or grouped codes) or drop one",
+        "table `{table_name}` is too detailed to publish usefully: {:.1} % of its cells are primary{suppressed} \
+         (warning above {:.0} %). Highest primary shares: {}. Coarsen these variables (fewer hierarchy levels or \
+         grouped codes) or drop one",
         100.0 * primary_share,
-        100.0 * suppressed_value_share,
         100.0 * DETAIL_WARN_SHARE,
         worst.join("; ")
     ))

@@ -243,6 +243,8 @@ fn a_failed_over_detailed_table_still_names_what_to_coarsen() {
     let warning = err.find("too detailed to publish").unwrap_or_else(|| panic!("no detail warning: {err}"));
     assert!(warning < err.find("cannot be protected").unwrap(), "the warning comes first: {err}");
     assert!(err.contains("geo at level 3 of 3"), "{err}");
+    // Nothing was suppressed yet: the warning claims no suppressed share.
+    assert!(!err.contains("of its value is suppressed"), "{err}");
     assert!(!d.path().join("out").exists(), "nothing may be published");
 }
 
