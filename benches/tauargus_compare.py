@@ -73,8 +73,12 @@ SUITE = {
                     "safety": "NK(1,85)|FREQ(3,10)"},
     "c5-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2", "sex", "size_class", "contract"],
                    "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
+    # The largest shape: 650 k persons, a 3-level geography (region / department /
+    # ~2,800 communes) x activity x sex x age band, millions of cells (no tau-Argus run).
+    "c4-geo3": {"rows": 650_000, "seed": 16, "dims": ["geo3", "nace2", "sex", "age_band"],
+                "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
 }
-HIERARCHICAL = {"geo2", "nace2", "a", "b"}
+HIERARCHICAL = {"geo2", "geo3", "nace2", "a", "b"}
 
 
 def spec_of(size: str) -> dict:
@@ -107,6 +111,7 @@ def generate_census(size: str, work: Path, sdcflow: str) -> Path:
     t = pq.read_table(raw).to_pydict()
     cols = {
         "geo2": [g[:4] for g in t["geo"]],
+        "geo3": list(t["geo"]),
         "nace2": list(t["nace"]),
         "region": [g[:2] for g in t["geo"]],
         "section": [n[0] for n in t["nace"]],
@@ -127,6 +132,17 @@ def generate_census(size: str, work: Path, sdcflow: str) -> Path:
         nace.setdefault(c[0], []).append(c)
     write_hrc(d / "geo2.hrc", geo)
     write_hrc(d / "nace2.hrc", nace)
+    # geo3: region (2 characters) / department (4) / commune (6), tau-Argus's `@@` depth.
+    communes: dict[str, set[str]] = {}
+    for g in cols["geo3"]:
+        communes.setdefault(g[:4], set()).add(g)
+    with open(d / "geo3.hrc", "w") as f:
+        for r in sorted(geo):
+            f.write(f"{r}\n")
+            for dep in sorted(set(geo[r])):
+                f.write(f"@{dep}\n")
+                for c in sorted(communes[dep]):
+                    f.write(f"@@{c}\n")
     return path
 
 
