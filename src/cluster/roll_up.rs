@@ -1,12 +1,16 @@
-//! Client side of the distributed roll-up of a primaries-only table: the pre-aggregated
-//! inputs are cut into parts ([`crate::tabulate::parts`]), each part is written as one Parquet
-//! file `(part_id, inputs)` to the run's scratch location, and `SELECT part_id,
+//! Client side of the distributed roll-up of a primaries-only table: its parts are written as
+//! Parquet files `(part_id, inputs)` to the run's scratch location, and `SELECT part_id,
 //! sdc_roll_up(task, part_id, inputs)` runs through the job's `SessionContext`: one task per
 //! file group on the executors of a cluster (re-run elsewhere when an executor dies), in this
 //! process otherwise. Each task rolls its part up, applies the primary rules and writes the
 //! part's files into the run's staging directory ([`crate::publish::parts`]); only summaries
 //! come back, and the client commits the table only when every part is there exactly as
 //! reported. The client never holds a cell.
+//!
+//! Who writes the part files to the scratch: on a cluster, for a table with a contributor
+//! variable, the executors ([`roll_up_routed`]: the client plans the parts from pair counts and
+//! never receives the pairs); otherwise the client, which cuts the pre-aggregated inputs into
+//! parts ([`crate::tabulate::parts`]).
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;

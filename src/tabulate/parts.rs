@@ -4,13 +4,18 @@
 //! fixed nodes of the leading variables). Shards never share a cell, so a part rolled up on
 //! its own gives *final* cells — no partial cells to merge, no shuffle — and the parts of a
 //! table, in part order, are the table in key order. The client cuts the table into parts
-//! ([`plan_parts`]: each part's inputs and shards as one binary payload); wherever the payload
-//! lands (an executor, or the client itself in local mode) [`roll_up_part`] rolls it up with
-//! the same lattice code as a local run.
+//! ([`plan_parts`]: each part's inputs and shards as one binary payload), or — on a cluster,
+//! without holding the pairs — plans them from the pair counts per leading prefix
+//! ([`plan_from_counts`]) while the executors assemble each part's payload from the pairs
+//! routed to it ([`parts_of`], [`part_shards`], [`pairs_payload`]); wherever the payload lands
+//! (an executor, or the client itself in local mode) [`roll_up_part`] rolls it up with the same
+//! lattice code as a local run.
 //!
 //! Determinism: the cut depends only on the inputs (the pre-aggregated pairs, which are the
 //! same in every engine mode) and `part_cells`, never on the number of executors; so are the
-//! part files named after it.
+//! part files named after it. The plan from counts is the plan from the pairs (one cutting
+//! function), and a part's cells depend neither on the order of its pairs nor on the numbering
+//! of its contributors.
 //!
 //! Inputs are replicated only across the leading variables' ancestor chains: a pair is in
 //! the shards of each ancestor of its leading nodes (`(Total, Total, …)` holds every pair).
