@@ -1,7 +1,7 @@
 //! `sdc_route_pairs`: the aggregate that assembles the payload of a part of a primaries-only
 //! table from the (leaf cell, contributor) pairs routed to it, where the pairs are.
 //!
-//! The client plans the parts from the number of pairs under each leading prefix
+//! The client plans the parts from the number of records under each leading prefix
 //! ([`crate::tabulate::parts::plan_from_counts`]) and joins the pre-aggregation with a small
 //! route table (leading codes → the parts that need them); the query
 //!

@@ -8,7 +8,7 @@
 //! reported. The client never holds a cell.
 //!
 //! Who writes the part files to the scratch: on a cluster, for a table with a contributor
-//! variable, the executors ([`roll_up_routed`]: the client plans the parts from pair counts and
+//! variable, the executors ([`roll_up_routed`]: the client plans the parts from record counts and
 //! never receives the pairs); otherwise the client, which cuts the pre-aggregated inputs into
 //! parts ([`crate::tabulate::parts`]).
 
@@ -54,8 +54,11 @@ pub struct PartedTable {
 /// summaries, not the pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RoutedInputs {
-    /// (Leaf cell, contributor) pairs of the table (the sum of the counts).
-    pub pairs: u64,
+    /// Records of the table (the sum of the counts).
+    pub records: u64,
+    /// (Leaf cell, contributor) pairs routed to the parts, summed over the parts (a pair is in
+    /// every part that needs it: the table's pairs × up to the leading chains' product).
+    pub routed_pairs: u64,
     /// Rows the client received for the table's tabulation and roll-up: one per leading
     /// combination of codes (the counts) and two per part (its routing and its summary).
     pub rows_to_client: u64,
@@ -166,8 +169,8 @@ async fn commit(
 }
 
 /// [`roll_up_table`] without the pairs on the client: the client asks the engine for the
-/// number of pairs under each combination of codes of the shards' leading variables, plans the
-/// parts from those counts ([`parts::plan_from_counts`]: the plan the pairs would give), writes
+/// number of records under each combination of codes of the shards' leading variables, plans
+/// the parts from those counts ([`parts::plan_from_counts`]: the plan the pairs give), writes
 /// a route table (leading codes → parts that need them) to the scratch, and runs
 /// `SELECT part_id, sdc_route_pairs(…) FROM pairs JOIN routes … GROUP BY part_id`: each
 /// part's pairs meet in one task, which writes the part's payload to the scratch
@@ -187,10 +190,8 @@ async fn roll_up_routed(
     let lat = Lattice::new(&dims)?;
     let split = lat.split();
     let pairs_sql = tabulate::pairs_sql(query);
-    let lead: Vec<String> = (0..split).map(|i| format!("d{i}")).collect();
-    let stage = progress.stage(&format!("{}: contributor pre-aggregation (pairs per leading node)", query.name), 1);
-    let sql = format!("SELECT {l}, COUNT(*) AS n FROM ({pairs_sql}) GROUP BY {l}", l = lead.join(", "));
-    let batches = tabulate::collect(ctx, &sql).await?;
+    let stage = progress.stage(&format!("{}: records per leading node", query.name), 1);
+    let batches = tabulate::collect(ctx, &tabulate::records_sql(query, split)).await?;
     stage.finish();
     let mut prefixes = Vec::new();
     let mut counts = Vec::new();
@@ -203,17 +204,13 @@ async fn roll_up_routed(
             c.extend(col.as_string::<i32>().iter().map(|x| x.unwrap_or_default().to_string()));
         }
     }
-    let pairs: u64 = counts.iter().sum();
-    if pairs == 0 {
+    let records: u64 = counts.iter().sum();
+    if records == 0 {
         return Ok(None);
     }
     let starts = parts::plan_from_counts(&lat, &prefixes, &counts, part_cells);
     let n = starts.len();
-    progress.detail(&format!(
-        "{}: {pairs} contributions in {n} parts, planned from {} counts",
-        query.name,
-        counts.len()
-    ));
+    progress.detail(&format!("{}: {records} records in {n} parts, planned from {} counts", query.name, counts.len()));
 
     // The route table: each combination of leading codes with every part that needs its pairs.
     let mut route_codes: Vec<Vec<&str>> = vec![Vec::new(); split];
@@ -247,24 +244,20 @@ async fn roll_up_routed(
     ctx.register_parquet(&routes, &location, datafusion::prelude::ParquetReadOptions::default())
         .await
         .map_err(|e| Error::data(&location, format!("part routes: {e}")))?;
-    let stage = progress.stage(&format!("{}: {pairs} contributions routed to {n} parts", query.name), 1);
+    let stage = progress.stage(&format!("{}: contributions routed to {n} parts", query.name), 1);
     let routed = partition_results(ctx, &routes, ROUTE_PAIRS, &sql, n).await;
     let _ = ctx.deregister_table(routes.as_str());
     let routed = routed.map_err(|e| Error::Engine(format!("routing the pairs of table `{}`: {e}", query.name)))?;
     stage.finish();
-    // Every pair is in at least one part; the counts and the payloads must agree.
-    let mut in_parts = 0u64;
+    // Every part holds at least one pair (its shards are nonempty).
+    let mut pairs = 0u64;
     for (i, r) in routed.iter().enumerate() {
-        let pairs_in = r.split(' ').next().and_then(|x| x.parse::<u64>().ok());
-        in_parts += pairs_in.ok_or_else(|| Error::Internal(format!("part {i}: routing result {r:?}")))?;
+        match r.split(' ').next().and_then(|x| x.parse::<u64>().ok()) {
+            Some(p) if p > 0 => pairs += p,
+            _ => return Err(Error::Internal(format!("table `{}`: part {i} routed {r:?}", query.name))),
+        }
     }
-    if in_parts < pairs {
-        return Err(Error::Internal(format!(
-            "table `{}`: {in_parts} pairs routed to parts, fewer than the {pairs} counted",
-            query.name
-        )));
-    }
-    let inputs = RoutedInputs { pairs, rows_to_client: (counts.len() + 2 * n) as u64 };
+    let inputs = RoutedInputs { records, routed_pairs: pairs, rows_to_client: (counts.len() + 2 * n) as u64 };
     roll_up_payloads(executor, staging, query, safety, dims, &name, n, progress, Some(inputs)).await.map(Some)
 }
 

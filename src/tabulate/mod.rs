@@ -470,6 +470,18 @@ pub(crate) fn pairs_sql(t: &TableQuery) -> String {
     )
 }
 
+/// The number of records under each combination of codes of the first `lead` explanatory
+/// variables: columns `d0, …, d{lead-1}` (codes as strings, as in [`pairs_sql`]) and `n`.
+pub(crate) fn records_sql(t: &TableQuery, lead: usize) -> String {
+    let (dcols, dsel, _, _) = select_parts(t);
+    format!(
+        "SELECT {d}, COUNT(*) AS n FROM (SELECT {dsel} FROM {src}) GROUP BY {d}",
+        d = dcols[..lead].join(", "),
+        dsel = dsel[..lead].join(", "),
+        src = q(&t.source)
+    )
+}
+
 /// The pieces of the pre-aggregation queries: the leaf columns' names and their selection,
 /// the contribution and the weight as exact decimals.
 fn select_parts(t: &TableQuery) -> (Vec<String>, Vec<String>, String, String) {

@@ -368,7 +368,7 @@ fn routed_inputs(dir: &Path, out: &str) -> (u64, u64) {
         serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
     let x = &r["tables"][0]["routed_inputs"];
     let get = |k: &str| x[k].as_u64().unwrap_or_else(|| panic!("{out}: no routed_inputs.{k}: {r}"));
-    (get("pairs"), get("rows_to_client"))
+    (get("routed_pairs"), get("rows_to_client"))
 }
 
 /// A 7-dimension primaries-only table (two hierarchies), cut into small parts.
