@@ -6,7 +6,8 @@
 //! route table (leading codes → the parts that need them); the query
 //!
 //! ```sql
-//! SELECT part_id, sdc_route_pairs('<task>', part_id, d0, …, d{k-1}, cid, v, rec, wt)
+//! SELECT part_id, sdc_route_pairs(arrow_cast('<task>', 'Dictionary(Int32, Utf8)'), part_id,
+//!                                  d0, …, d{k-1}, cid, v, rec, wt)
 //! FROM pairs JOIN routes … GROUP BY part_id
 //! ```
 //!
@@ -42,6 +43,10 @@ use crate::tabulate::parts::{pairs_payload, part_shards};
 /// SQL name of the aggregate.
 pub const ROUTE_PAIRS: &str = "sdc_route_pairs";
 
+/// The type of the aggregate's task argument (`arrow_cast('<task>', TASK_TYPE)`): see
+/// [`RoutePairs`].
+pub const TASK_TYPE: &str = "Dictionary(Int32, Utf8)";
+
 /// What the executors need to assemble the parts of a table from its pairs.
 #[derive(Debug, Clone)]
 pub struct RouteTask {
@@ -57,9 +62,15 @@ pub struct RouteTask {
     pub folder: String,
 }
 
-/// `sdc_route_pairs(task Utf8 literal, part_id, d0, …, d{k-1}, cid, v, rec, wt)` → `Utf8`:
-/// writes the payload of the part (see the module docs) and returns `"<pairs> <bytes>
-/// <worker>"`; `task` is the table's [`RouteTask`].
+/// `sdc_route_pairs(task, part_id, d0, …, d{k-1}, cid, v, rec, wt)` → `Utf8`: writes the
+/// payload of the part (see the module docs) and returns `"<pairs> <bytes> <worker>"`; `task`
+/// is the table's [`RouteTask`] as a `Dictionary(Int32, Utf8)` literal ([`TASK_TYPE`]).
+///
+/// Why a dictionary: DataFusion evaluates every argument of an aggregate to an array of the
+/// batch's length before the accumulator sees it, and a `Utf8` literal becomes the task's text
+/// repeated on every row (then copied again when the rows are sorted by group). The task holds
+/// every code of the table's hierarchies (tens of KB), so a plain string cost tens of GB of
+/// copies per million pairs; a dictionary array holds the text once, with one key per row.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct RoutePairs {
     signature: Signature,
@@ -115,10 +126,11 @@ impl AggregateUDFImpl for RoutePairs {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let literal = args.exprs.first().and_then(|e| e.as_ref().downcast_ref::<Literal>());
         let text = match literal.map(|l| l.value()) {
-            Some(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s))) => {
-                s.as_str()
-            }
-            _ => return exec_err!("{ROUTE_PAIRS}: the task must be a string literal"),
+            Some(ScalarValue::Dictionary(_, value)) => match value.as_ref() {
+                ScalarValue::Utf8(Some(s)) => s.as_str(),
+                _ => return exec_err!("{ROUTE_PAIRS}: the task must be a dictionary-encoded string literal"),
+            },
+            _ => return exec_err!("{ROUTE_PAIRS}: the task must be a dictionary-encoded string literal"),
         };
         let routed = routed(text)?;
         let want = 2 + routed.task.dims.len() + 4;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, AsArray, LargeBinaryArray, RecordBatch, StringArray, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 
-use super::part_agg::{RouteTask, ROUTE_PAIRS};
+use super::part_agg::{RouteTask, ROUTE_PAIRS, TASK_TYPE};
 use super::ship::{is_distributed, partition_results, query_partitions, Executor};
 use super::udf::ROLL_UP;
 use super::wire::{self, Solved};
@@ -235,7 +235,7 @@ async fn roll_up_routed(
     let dargs: Vec<String> = (0..dims.len()).map(|i| format!("p.d{i}")).collect();
     let on: Vec<String> = (0..split).map(|i| format!("p.d{i} = r.r{i}")).collect();
     let sql = format!(
-        "SELECT r.part_id, {ROUTE_PAIRS}('{header}', r.part_id, {d}, p.cid, p.v, p.rec, p.wt) AS outcome \
+        "SELECT r.part_id, {ROUTE_PAIRS}(arrow_cast('{header}', '{TASK_TYPE}'), r.part_id, {d}, p.cid, p.v, p.rec, p.wt) AS outcome \
          FROM ({pairs_sql}) p JOIN \"{routes}\" r ON {on} GROUP BY r.part_id",
         d = dargs.join(", "),
         on = on.join(" AND ")
