@@ -157,6 +157,7 @@ async fn run_job_with(
             let mut r = table_report(t, &parted.tally, &parted.dims, None, timings);
             r.files = (0..parted.parts).flat_map(|i| crate::publish::parts::part_files(&t.name, i)).collect();
             r.parts_per_worker = parted.parts_per_worker;
+            r.routed_inputs = parted.routed;
             report.tables.push(r);
             continue;
         }
@@ -397,6 +398,7 @@ fn table_report(
             .unwrap_or_default(),
         protected_on: p.map(|p| p.worker.clone()).unwrap_or_default(),
         parts_per_worker: BTreeMap::new(),
+        routed_inputs: None,
         timings_s: timings,
     }
 }

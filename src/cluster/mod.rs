@@ -14,6 +14,7 @@
 //! scheduler and executors open any `s3://`
 //! bucket from the `AWS_*` environment. README.md ("Distribution") explains the choice.
 
+pub mod part_agg;
 pub mod roll_up;
 pub mod ship;
 pub mod udf;
@@ -51,6 +52,7 @@ pub fn register_functions(state: &mut SessionState) -> datafusion::common::Resul
     for f in TopN::all() {
         datafusion::execution::FunctionRegistry::register_udaf(state, f)?;
     }
+    datafusion::execution::FunctionRegistry::register_udaf(state, part_agg::RoutePairs::udaf())?;
     for f in udf::scalar_functions() {
         datafusion::execution::FunctionRegistry::register_udf(state, f)?;
     }
@@ -63,6 +65,7 @@ pub fn register_on_context(ctx: &datafusion::prelude::SessionContext) {
     for f in TopN::all() {
         ctx.register_udaf(f.as_ref().clone());
     }
+    ctx.register_udaf(part_agg::RoutePairs::udaf().as_ref().clone());
     for f in udf::scalar_functions() {
         ctx.register_udf(f.as_ref().clone());
     }

@@ -322,6 +322,21 @@ pub(crate) async fn query_partitions(
     ctx.register_parquet(name, &location, ParquetReadOptions::default())
         .await
         .map_err(|e| Error::data(&location, format!("solver partitions: {e}")))?;
+    let result = partition_results(ctx, name, func, sql, n).await;
+    let _ = ctx.deregister_table(name);
+    result
+}
+
+/// Runs `sql`, whose rows are `(partition id UInt64, outcome Utf8)` for partitions `0..n`, and
+/// returns the outcomes by partition id; on a cluster a failure not raised by `func` submits the
+/// query again (see [`QUERY_ATTEMPTS`]). `name` names the query in warnings.
+pub(crate) async fn partition_results(
+    ctx: &SessionContext,
+    name: &str,
+    func: &str,
+    sql: &str,
+    n: usize,
+) -> Result<Vec<String>> {
     let attempts = if is_distributed(ctx) { QUERY_ATTEMPTS } else { 1 };
     let mut attempt = 1;
     let result = loop {
@@ -337,7 +352,6 @@ pub(crate) async fn query_partitions(
             r => break r,
         }
     };
-    let _ = ctx.deregister_table(name);
     let batches = result.map_err(|e| Error::Engine(e.to_string()))?;
     let mut out: Vec<Option<String>> = vec![None; n];
     for b in &batches {
@@ -371,7 +385,7 @@ pub(crate) async fn query_partitions(
 const QUERY_ATTEMPTS: usize = 3;
 
 /// Whether `ctx` runs its queries on Ballista (standalone or a remote scheduler).
-fn is_distributed(ctx: &SessionContext) -> bool {
+pub(crate) fn is_distributed(ctx: &SessionContext) -> bool {
     ctx.state().config().options().extensions.get::<ballista_core::config::BallistaConfig>().is_some()
 }
 

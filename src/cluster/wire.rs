@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use super::part_agg::RouteTask;
 use crate::hierarchy::{Hierarchy, Node};
 use crate::microagg::nominal_stratum::{NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{MicroaggParams, StratumOutcome, StratumTask, Timings};
@@ -111,7 +112,8 @@ stamped!(
     WireNominal,
     WireNominalOutcome,
     WirePartTask,
-    WirePartOutcome
+    WirePartOutcome,
+    WireRouteTask
 );
 
 #[derive(Serialize, Deserialize)]
@@ -850,6 +852,36 @@ impl Wire for PartTask {
     }
 }
 
+/// JSON form of a [`RouteTask`].
+#[derive(Serialize, Deserialize)]
+pub struct WireRouteTask {
+    version: String,
+    table: String,
+    dims: Vec<WireHierarchy>,
+    /// The parts' first shard keys, in decimal (JSON numbers do not hold 128 bits everywhere).
+    starts: Vec<String>,
+    folder: String,
+}
+
+impl Wire for RouteTask {
+    const WHAT: &'static str = "part routing";
+    type Repr = WireRouteTask;
+    fn to_repr(&self) -> Result<WireRouteTask, String> {
+        Ok(WireRouteTask {
+            version: VERSION.into(),
+            table: self.table.clone(),
+            dims: self.dims.iter().map(WireHierarchy::of).collect(),
+            starts: self.starts.iter().map(u128::to_string).collect(),
+            folder: self.folder.clone(),
+        })
+    }
+    fn from_repr(w: WireRouteTask) -> Result<Self, String> {
+        let dims = w.dims.into_iter().map(WireHierarchy::rebuild).collect::<Result<Vec<_>, _>>()?;
+        let starts = w.starts.iter().map(|s| s.parse::<u128>().map_err(|e| format!("part start {s:?}: {e}")));
+        Ok(RouteTask { table: w.table, dims, starts: starts.collect::<Result<_, _>>()?, folder: w.folder })
+    }
+}
+
 /// One hierarchy level's figures, floats as bit patterns.
 #[derive(Serialize, Deserialize)]
 pub struct WireLevel {
@@ -1073,6 +1105,17 @@ mod golden {
             Solved { outcome, worker: worker.into() }
         }
         // Parts round trip: hierarchies rebuilt node for node, figures bit for bit.
+        let route = RouteTask {
+            table: "t".into(),
+            dims: part_task.layout.dims.clone(),
+            starts: vec![0, 1 << 70, u128::MAX],
+            folder: "s3://b/scratch/x".into(),
+        };
+        let back = decode::<RouteTask>(&encode(&route).unwrap()).unwrap();
+        assert_eq!(
+            (back.starts, back.folder, back.dims[0].nodes()),
+            (route.starts, route.folder, route.dims[0].nodes())
+        );
         let back: PartTask = decode(&encode(&part_task).unwrap()).unwrap();
         assert_eq!(back.layout.dims[0].nodes(), part_task.layout.dims[0].nodes());
         assert_eq!((back.table.as_str(), back.layout.weighted), (part_task.table.as_str(), true));

@@ -93,6 +93,10 @@ pub struct TableReport {
     /// executor, or the client process in local mode). Not deterministic.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub parts_per_worker: BTreeMap<String, usize>,
+    /// Primaries-only tables whose parts were assembled on the executors: the table's pairs
+    /// and the rows the client received instead (counts and part summaries).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub routed_inputs: Option<crate::cluster::roll_up::RoutedInputs>,
     /// Seconds per stage (not deterministic).
     pub timings_s: BTreeMap<String, f64>,
 }

@@ -324,6 +324,33 @@ impl Lattice {
         nodes.min(pairs as u128 * chains)
     }
 
+    /// `key` with only its nodes of the leading variables kept: the prefix of its shard.
+    pub fn shard_prefix(&self, key: u128) -> u128 {
+        key & self.prefix_mask(self.split())
+    }
+
+    /// Calls `f` with the prefix of every shard whose inputs include those under the leading
+    /// nodes of `key`: every combination of those nodes and their ancestors.
+    pub fn each_prefix_ancestor(&self, key: u128, f: &mut dyn FnMut(u128)) {
+        fn walk(lat: &Lattice, key: u128, d: usize, split: usize, f: &mut dyn FnMut(u128)) {
+            if d == split {
+                f(key);
+                return;
+            }
+            let dim = &lat.dims[d];
+            let mut node = lat.node_of(key, dim);
+            loop {
+                walk(lat, Lattice::with_node(key, dim, node), d + 1, split, f);
+                node = dim.parent[node as usize];
+                if node == ROOT {
+                    break;
+                }
+            }
+        }
+        let split = self.split().min(self.dims.len());
+        walk(self, self.shard_prefix(key), 0, split, f);
+    }
+
     /// Mask of the bits of the first `s` variables.
     fn prefix_mask(&self, s: usize) -> u128 {
         self.dims[..s].iter().fold(0, |m, d| m | (d.mask << d.shift))

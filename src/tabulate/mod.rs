@@ -186,7 +186,7 @@ async fn check_columns(ctx: &SessionContext, t: &TableQuery) -> Result<()> {
     Error::collect(errs)
 }
 
-async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
+pub(crate) async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
     let df = ctx.sql(sql).await.map_err(|e| engine_error(e, sql))?;
     df.collect().await.map_err(|e| engine_error(e, sql))
 }
@@ -284,8 +284,9 @@ async fn distinct_codes(ctx: &SessionContext, t: &TableQuery) -> Result<Vec<Vec<
     Ok(out)
 }
 
-/// Per-dimension lookup from a code to its node, and the packed key of each row's leaf cell.
-fn leaf_keys(b: &RecordBatch, dims: &[Hierarchy], lat: &Lattice) -> Result<Vec<u128>> {
+/// Per-dimension lookup from a code to its node, and the packed key of each row's leaf cell
+/// (with fewer `dims` than the lattice: the key holding the nodes of the leading variables).
+pub(crate) fn leaf_keys(b: &RecordBatch, dims: &[Hierarchy], lat: &Lattice) -> Result<Vec<u128>> {
     let mut keys = vec![0u128; b.num_rows()];
     let mut coords = vec![0u32; dims.len()];
     let cast: Vec<arrow::array::ArrayRef> = (0..dims.len())
@@ -429,13 +430,13 @@ enum Target<'s, 'a> {
     Parts { part_cells: u64, emit: &'s mut PartSink<'a> },
 }
 
-async fn tabulate_into(
+/// Checks the source's columns and values and resolves the table's hierarchies from the codes
+/// found in the data (every error reported at once).
+pub(crate) async fn resolve_dims(
     ctx: &SessionContext,
     t: &TableQuery,
     hierarchies: &HashMap<String, HierarchySpec>,
-    progress: &Progress,
-    target: Target<'_, '_>,
-) -> Result<(Cells, usize)> {
+) -> Result<Vec<Hierarchy>> {
     check_columns(ctx, t).await?;
     check_values(ctx, t).await?;
     let codes = distinct_codes(ctx, t).await?;
@@ -449,6 +450,67 @@ async fn tabulate_into(
         }
     }
     Error::collect(errs)?;
+    Ok(dims)
+}
+
+/// The contributor pre-aggregation of a table with a contributor variable: one row per
+/// (leaf cell, contributor) pair, columns `d0, …, d{k-1}` (codes as strings), `cid` (the
+/// contributor as in the data), `v` and `wt` (exact sums, DECIMAL(38, [`SCALE`])) and `rec`
+/// (records).
+pub(crate) fn pairs_sql(t: &TableQuery) -> String {
+    let (dcols, dsel, contribution, wexpr) = select_parts(t);
+    let c = t.contributor.as_deref().unwrap_or_default();
+    format!(
+        "SELECT {d}, cid, SUM(v) AS v, COUNT(*) AS rec, SUM(wt) AS wt FROM \
+         (SELECT {dsel}, {c} AS cid, {contribution} AS v, {wexpr} AS wt FROM {src}) GROUP BY {d}, cid",
+        d = dcols.join(", "),
+        dsel = dsel.join(", "),
+        c = q(c),
+        src = q(&t.source)
+    )
+}
+
+/// The number of records under each combination of codes of the first `lead` explanatory
+/// variables: columns `d0, …, d{lead-1}` (codes as strings, as in [`pairs_sql`]) and `n`.
+pub(crate) fn records_sql(t: &TableQuery, lead: usize) -> String {
+    let (dcols, dsel, _, _) = select_parts(t);
+    format!(
+        "SELECT {d}, COUNT(*) AS n FROM (SELECT {dsel} FROM {src}) GROUP BY {d}",
+        d = dcols[..lead].join(", "),
+        dsel = dsel[..lead].join(", "),
+        src = q(&t.source)
+    )
+}
+
+/// The pieces of the pre-aggregation queries: the leaf columns' names and their selection,
+/// the contribution and the weight as exact decimals.
+fn select_parts(t: &TableQuery) -> (Vec<String>, Vec<String>, String, String) {
+    let dcols: Vec<String> = (0..t.explanatory.len()).map(|i| format!("d{i}")).collect();
+    let dsel: Vec<String> =
+        t.explanatory.iter().enumerate().map(|(i, e)| format!("CAST({} AS VARCHAR) AS d{i}", q(e))).collect();
+    let dec = format!("DECIMAL(38,{SCALE})");
+    let contribution = match (&t.response, &t.weight) {
+        // Decimal, not float, multiplication: weighted totals are exact to SCALE decimals.
+        (Some(r), Some(w)) => format!("CAST(CAST({} AS {dec}) * CAST({} AS {dec}) AS {dec})", q(r), q(w)),
+        (Some(r), None) => format!("CAST({} AS {dec})", q(r)),
+        (None, Some(w)) => format!("CAST({} AS {dec})", q(w)),
+        (None, None) => format!("CAST(1 AS {dec})"),
+    };
+    let wexpr = match &t.weight {
+        Some(w) => format!("CAST({} AS {dec})", q(w)),
+        None => format!("CAST(0 AS {dec})"),
+    };
+    (dcols, dsel, contribution, wexpr)
+}
+
+async fn tabulate_into(
+    ctx: &SessionContext,
+    t: &TableQuery,
+    hierarchies: &HashMap<String, HierarchySpec>,
+    progress: &Progress,
+    target: Target<'_, '_>,
+) -> Result<(Cells, usize)> {
+    let dims = resolve_dims(ctx, t, hierarchies).await?;
     let lat = Lattice::new(&dims)?;
     // The top list capacity is a compile-time size: the smallest of 2, 4, 8 that holds top_n.
     let parts = match t.top_n {
@@ -469,21 +531,7 @@ async fn tabulate_with<const N: usize>(
 ) -> Result<usize> {
     let k = dims.len();
     let src = q(&t.source);
-    let dcols: Vec<String> = (0..k).map(|i| format!("d{i}")).collect();
-    let dsel: Vec<String> =
-        t.explanatory.iter().enumerate().map(|(i, e)| format!("CAST({} AS VARCHAR) AS d{i}", q(e))).collect();
-    let dec = format!("DECIMAL(38,{SCALE})");
-    let contribution = match (&t.response, &t.weight) {
-        // Decimal, not float, multiplication: weighted totals are exact to SCALE decimals.
-        (Some(r), Some(w)) => format!("CAST(CAST({} AS {dec}) * CAST({} AS {dec}) AS {dec})", q(r), q(w)),
-        (Some(r), None) => format!("CAST({} AS {dec})", q(r)),
-        (None, Some(w)) => format!("CAST({} AS {dec})", q(w)),
-        (None, None) => format!("CAST(1 AS {dec})"),
-    };
-    let wexpr = match &t.weight {
-        Some(w) => format!("CAST({} AS {dec})", q(w)),
-        None => format!("CAST(0 AS {dec})"),
-    };
+    let (dcols, dsel, contribution, wexpr) = select_parts(t);
     let stage = progress.stage(&format!("{}: contributor pre-aggregation", t.name), 1);
     let mut emitted = 0usize;
     // Rolls `inputs` up here, or cuts them into parts; the number of parts (0 here).
@@ -506,14 +554,8 @@ async fn tabulate_with<const N: usize>(
     };
     let n_parts;
     match &t.contributor {
-        Some(c) => {
-            let sql = format!(
-                "SELECT {d}, cid, SUM(v) AS v, COUNT(*) AS rec, SUM(wt) AS wt FROM \
-                 (SELECT {dsel}, {c} AS cid, {contribution} AS v, {wexpr} AS wt FROM {src}) GROUP BY {d}, cid",
-                d = dcols.join(", "),
-                dsel = dsel.join(", "),
-                c = q(c)
-            );
+        Some(_) => {
+            let sql = pairs_sql(t);
             let mut pairs = Pairs::default();
             let mut ids = ContributorIds::default();
             for_each_batch(ctx, &sql, |b| {

@@ -4,13 +4,18 @@
 //! fixed nodes of the leading variables). Shards never share a cell, so a part rolled up on
 //! its own gives *final* cells — no partial cells to merge, no shuffle — and the parts of a
 //! table, in part order, are the table in key order. The client cuts the table into parts
-//! ([`plan_parts`]: each part's inputs and shards as one binary payload); wherever the payload
-//! lands (an executor, or the client itself in local mode) [`roll_up_part`] rolls it up with
-//! the same lattice code as a local run.
+//! ([`plan_parts`]: each part's inputs and shards as one binary payload), or — on a cluster,
+//! without holding the pairs — plans them from the pair counts per leading prefix
+//! ([`plan_from_counts`]) while the executors assemble each part's payload from the pairs
+//! routed to it ([`parts_of`], [`part_shards`], [`pairs_payload`]); wherever the payload lands
+//! (an executor, or the client itself in local mode) [`roll_up_part`] rolls it up with the same
+//! lattice code as a local run.
 //!
 //! Determinism: the cut depends only on the inputs (the pre-aggregated pairs, which are the
 //! same in every engine mode) and `part_cells`, never on the number of executors; so are the
-//! part files named after it.
+//! part files named after it. The plan from counts is the plan from the pairs (one cutting
+//! function), and a part's cells depend neither on the order of its pairs nor on the numbering
+//! of its contributors.
 //!
 //! Inputs are replicated only across the leading variables' ancestor chains: a pair is in
 //! the shards of each ancestor of its leading nodes (`(Total, Total, …)` holds every pair).
@@ -39,11 +44,24 @@ impl<const N: usize> Inputs<'_, N> {
             Inputs::Leaves(l) => l.iter().map(|x| x.0).collect(),
         }
     }
+
+    /// Records of input `i`.
+    fn records(&self, i: u32) -> u64 {
+        match self {
+            Inputs::Pairs(p) => p.share[i as usize].records,
+            Inputs::Leaves(l) => l[i as usize].1.records,
+        }
+    }
 }
 
 /// Cuts the roll-up of `inputs` into parts of at most about `part_cells` cells and hands each
 /// part's payload to `emit` with its number (0, 1, …, in key order); returns the number of
 /// parts.
+///
+/// A shard's size is bounded from its *records* (an upper bound of its inputs: each pair or
+/// leaf cell has at least one record), so the same plan can be made without the inputs, from
+/// the number of records under each leading prefix ([`plan_from_counts`]) — one cheap
+/// `GROUP BY` over the records instead of a second contributor pre-aggregation.
 pub fn plan_parts<const N: usize>(
     lat: &Lattice,
     inputs: &Inputs<'_, N>,
@@ -51,29 +69,102 @@ pub fn plan_parts<const N: usize>(
     emit: &mut dyn FnMut(usize, Vec<u8>) -> Result<()>,
 ) -> Result<usize> {
     let keys = inputs.keys();
+    let mut parts = 0usize;
+    let records = |sh: &Shard| sh.idx.iter().map(|&i| inputs.records(i)).sum::<u64>();
+    cut(lat, &keys, &records, part_cells, &mut |shards| {
+        emit(parts, encode(inputs, shards))?;
+        parts += 1;
+        Ok(())
+    })?;
+    Ok(parts)
+}
+
+/// Cuts the shards of `keys` (in key order) into runs whose cell bounds reach `part_cells`;
+/// `records` gives the number of records of a shard (an upper bound of its inputs). The one place where parts are cut, so the
+/// plan from the pairs and the plan from their counts ([`plan_from_counts`]) cannot differ.
+fn cut(
+    lat: &Lattice,
+    keys: &[u128],
+    records: &dyn Fn(&Shard) -> u64,
+    part_cells: u64,
+    close: &mut dyn FnMut(Vec<Shard>) -> Result<()>,
+) -> Result<()> {
     let split = lat.split();
     let mut part: Vec<Shard> = Vec::new();
     let mut bound = 0u128;
-    let mut parts = 0usize;
     let mut failed: Result<()> = Ok(());
-    let mut close = |part: &mut Vec<Shard>, failed: &mut Result<()>| {
+    let mut flush = |part: &mut Vec<Shard>, failed: &mut Result<()>| {
         if part.is_empty() || failed.is_err() {
             return;
         }
-        *failed = emit(parts, encode(inputs, std::mem::take(part)));
-        parts += 1;
+        *failed = close(std::mem::take(part));
     };
-    lat.shards(&keys, &mut |sh| {
-        bound += lat.shard_bound(split, sh.idx.len());
+    lat.shards(keys, &mut |sh| {
+        bound += lat.shard_bound(split, records(&sh) as usize);
         part.push(sh);
         if bound >= part_cells as u128 {
-            close(&mut part, &mut failed);
+            flush(&mut part, &mut failed);
             bound = 0;
         }
     });
-    close(&mut part, &mut failed);
-    failed?;
-    Ok(parts)
+    flush(&mut part, &mut failed);
+    failed
+}
+
+/// The parts of a table from the number of records under each combination of nodes of its
+/// leading variables (`prefixes[i]`: a key holding only those nodes, `counts[i]` records
+/// under it): the key of each part's first shard, in key order. The same cut as
+/// [`plan_parts`] makes from the inputs themselves — shards fix only the leading variables, so
+/// their records follow from the counts — which lets the client plan the parts without
+/// holding the inputs.
+pub fn plan_from_counts(lat: &Lattice, prefixes: &[u128], counts: &[u64], part_cells: u64) -> Vec<u128> {
+    let mut starts = Vec::new();
+    let records = |sh: &Shard| sh.idx.iter().map(|&i| counts[i as usize]).sum::<u64>();
+    cut(lat, prefixes, &records, part_cells, &mut |shards| {
+        starts.push(shards[0].prefix);
+        Ok(())
+    })
+    .expect("collecting never fails");
+    starts
+}
+
+/// The part holding the shard `prefix`, given the parts' first shards (`starts`, in key
+/// order): parts are runs of consecutive shards.
+pub fn part_of(starts: &[u128], prefix: u128) -> usize {
+    starts.partition_point(|&s| s <= prefix).saturating_sub(1)
+}
+
+/// The parts that need the inputs under the leading nodes of `key`: those of the shards of
+/// each combination of their ancestors (a pair is in the shards of every ancestor of its
+/// leading nodes), each once, in increasing order.
+pub fn parts_of(lat: &Lattice, starts: &[u128], key: u128) -> Vec<usize> {
+    let mut parts = Vec::new();
+    lat.each_prefix_ancestor(key, &mut |prefix| parts.push(part_of(starts, prefix)));
+    parts.sort_unstable();
+    parts.dedup();
+    parts
+}
+
+/// The shards of one part, from the inputs routed to it (`keys`; [`parts_of`]): the shards
+/// with a prefix in `starts[part]..starts[part + 1]`, each with all its inputs. Other shards
+/// that these inputs reach belong to other parts and are left out.
+pub fn part_shards(lat: &Lattice, starts: &[u128], part: usize, keys: &[u128]) -> Vec<Shard> {
+    let (lo, hi) = (starts.get(part).copied().unwrap_or(u128::MAX), starts.get(part + 1).copied());
+    let mut out = Vec::new();
+    lat.shards(keys, &mut |sh| {
+        if sh.prefix >= lo && hi.is_none_or(|h| sh.prefix < h) {
+            out.push(sh);
+        }
+    });
+    out
+}
+
+/// The payload of a part assembled where its pairs are: `pairs` (those routed to the part,
+/// [`parts_of`]) and the part's shards over them ([`part_shards`]). It rolls up to the cells
+/// of the payload [`plan_parts`] makes for the same part: the same shards with the same pairs,
+/// whatever their order and contributor numbering.
+pub fn pairs_payload(pairs: &Pairs, shards: Vec<Shard>) -> Vec<u8> {
+    encode::<2>(&Inputs::Pairs(pairs), shards)
 }
 
 /// Little-endian writer of a payload.
@@ -320,11 +411,9 @@ mod tests {
 
     /// Parts rolled up one by one and concatenated in part order are the local roll-up, cell
     /// for cell, whatever the part size; a broken payload is an error, not a panic.
-    #[test]
-    fn parts_concatenate_to_the_local_roll_up() {
-        let dims = dims();
-        let lat = Lattice::new(&dims).unwrap().with_shard_cells(4);
-        let mut rng = crate::rng::Rng::new(5);
+    /// Distinct (leaf cell, contributor) pairs with random values.
+    fn random_pairs(dims: &[Hierarchy], lat: &Lattice, seed: u64) -> Pairs {
+        let mut rng = crate::rng::Rng::new(seed);
         let leaves = |h: &Hierarchy| h.leaves().collect::<Vec<_>>();
         let ls: Vec<Vec<usize>> = dims.iter().map(leaves).collect();
         let mut pairs = Pairs::default();
@@ -336,9 +425,88 @@ mod tests {
             if seen.insert((key, c)) {
                 pairs.leaf.push(key);
                 pairs.contributor.push(c);
-                pairs.share.push(Share { value: 1 + rng.below(10_000) as i128, weight: 0, records: 1 });
+                let records = 1 + rng.below(3);
+                pairs.share.push(Share { value: 1 + rng.below(10_000) as i128, weight: 0, records });
             }
         }
+        pairs
+    }
+
+    /// The plan the client makes from the number of records under each leading prefix is the
+    /// plan made from the pairs (same parts, same shards); the pairs routed to a part by
+    /// [`parts_of`] give back exactly the part's shards with all their pairs.
+    #[test]
+    fn the_plan_from_counts_is_the_plan_from_the_pairs() {
+        let dims = dims();
+        for shard_cells in [1 << 22, 4] {
+            let lat = Lattice::new(&dims).unwrap().with_shard_cells(shard_cells);
+            let pairs = random_pairs(&dims, &lat, 11);
+            let mut counts = std::collections::BTreeMap::<u128, u64>::new();
+            for (k, s) in pairs.leaf.iter().zip(&pairs.share) {
+                *counts.entry(lat.shard_prefix(*k)).or_default() += s.records;
+            }
+            let (prefixes, n): (Vec<u128>, Vec<u64>) = counts.into_iter().unzip();
+            for part_cells in [1, 7, 50, 300, u64::MAX] {
+                let mut want: Vec<Vec<ShardPairs>> = Vec::new();
+                let mut planned = Vec::new();
+                plan_parts::<2>(&lat, &Inputs::Pairs(&pairs), part_cells, &mut |_, p| {
+                    let (Decoded::Pairs(q), shards) = decode::<2>(&p)? else { unreachable!() };
+                    let of = |i: &u32| (q.leaf[*i as usize], q.contributor[*i as usize], q.share[*i as usize].value);
+                    want.push(shards.iter().map(|s| (s.prefix, sorted(s.idx.iter().map(of)))).collect());
+                    planned.push(p);
+                    Ok(())
+                })
+                .unwrap();
+                let starts = plan_from_counts(&lat, &prefixes, &n, part_cells);
+                let first: Vec<u128> = want.iter().map(|p| p[0].0).collect();
+                assert_eq!(starts, first, "split {}, part_cells {part_cells}", lat.split());
+                for (part, shards) in want.iter().enumerate() {
+                    let routed: Vec<usize> =
+                        (0..pairs.len()).filter(|&i| parts_of(&lat, &starts, pairs.leaf[i]).contains(&part)).collect();
+                    let keys: Vec<u128> = routed.iter().map(|&i| pairs.leaf[i]).collect();
+                    let got: Vec<ShardPairs> = part_shards(&lat, &starts, part, &keys)
+                        .into_iter()
+                        .map(|s| {
+                            let of = |j: &u32| {
+                                let i = routed[*j as usize];
+                                (pairs.leaf[i], pairs.contributor[i], pairs.share[i].value)
+                            };
+                            (s.prefix, sorted(s.idx.iter().map(of)))
+                        })
+                        .collect();
+                    assert_eq!(&got, shards, "part {part} of part_cells {part_cells}");
+                    if shard_cells == 1 << 22 {
+                        // The payload made of the routed pairs rolls up to the planned part's cells.
+                        let layout = PartLayout { dims: dims.clone(), top_n: 2, weighted: false };
+                        let mut mine = Pairs::default();
+                        for &i in routed.iter().rev() {
+                            mine.leaf.push(pairs.leaf[i]);
+                            mine.contributor.push(1000 - pairs.contributor[i]);
+                            mine.share.push(pairs.share[i]);
+                        }
+                        let payload = pairs_payload(&mine, part_shards(&lat, &starts, part, &mine.leaf));
+                        let cells = collect_part(&layout, &payload).unwrap();
+                        assert_eq!(cells, collect_part(&layout, &planned[part]).unwrap(), "part {part}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A shard's prefix and its pairs (leaf, contributor, value), sorted.
+    type ShardPairs = (u128, Vec<(u128, u32, i128)>);
+
+    fn sorted<T: Ord>(x: impl Iterator<Item = T>) -> Vec<T> {
+        let mut v: Vec<T> = x.collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn parts_concatenate_to_the_local_roll_up() {
+        let dims = dims();
+        let lat = Lattice::new(&dims).unwrap().with_shard_cells(4);
+        let pairs = random_pairs(&dims, &lat, 5);
         let layout = PartLayout { dims: dims.clone(), top_n: 2, weighted: false };
         let mut local = Cells::empty(dims.clone(), 2, false);
         lattice::roll_up_pairs::<2>(&lat, &pairs, SCALE_F, &mut |r| {

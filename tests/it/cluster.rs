@@ -361,6 +361,16 @@ fn part_writers(dir: &Path, out: &str) -> Vec<String> {
     m.keys().cloned().collect()
 }
 
+/// The pairs of the first table and the rows its client received instead, from the report
+/// (parts assembled on the executors).
+fn routed_inputs(dir: &Path, out: &str) -> (u64, u64) {
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(out).join("report.json")).unwrap()).unwrap();
+    let x = &r["tables"][0]["routed_inputs"];
+    let get = |k: &str| x[k].as_u64().unwrap_or_else(|| panic!("{out}: no routed_inputs.{k}: {r}"));
+    (get("routed_pairs"), get("rows_to_client"))
+}
+
 /// A 7-dimension primaries-only table (two hierarchies), cut into small parts.
 fn seven_dim_job(data: &Path) -> String {
     format!(
@@ -434,6 +444,28 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_a_kill_mi
     assert_eq!(files, 2 * parts + 1, "every part's two files and the output marker");
     let w = part_writers(dir, "three");
     assert!(w.len() >= 2 && w.iter().all(|w| w.starts_with("executor ")), "parts written by {w:?}");
+    let (pairs, to_client) = routed_inputs(dir, "three");
+    assert!(pairs >= 300 && to_client < pairs, "the client received {to_client} rows for {pairs} pairs");
+
+    // The client never receives the pairs: with `sex` leading (2 codes), it receives two counts
+    // and two rows per part, however many pairs there are.
+    let job = seven_dim_job(&data)
+        .replace(
+            r#""geo", "nace", "occupation", "education", "sex", "age_band", "contract""#,
+            r#""sex", "age_band", "geo", "nace""#,
+        )
+        .replace("part_cells = 20000", "part_cells = 2000");
+    std::fs::write(dir.join("job2.toml"), job).unwrap();
+    let (code, err) = run_bounded(dir, &["run", "job2.toml", "-q", "--out", "local2"], limit);
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = run_bounded(dir, &["run", "job2.toml", "-q", "--cluster", &cluster, "--out", "three2"], limit);
+    assert_eq!(code, 0, "{err}");
+    let files = assert_same_tree(dir, "local2", "three2");
+    let parts = (files - 1) / 2;
+    assert!(parts >= 3, "several parts: {parts}");
+    let (pairs, to_client) = routed_inputs(dir, "three2");
+    assert!(pairs >= 300, "pairs: {pairs}");
+    assert_eq!(to_client, 2 + 2 * parts as u64, "two counts and two rows per part, for {pairs} pairs");
 
     // A fourth executor, killed while it rolls up a part.
     start_executor(&mut procs, "exec-d", &["--test-roll-up-delay-ms", "4000"]);

@@ -1,0 +1,295 @@
+//! `sdc_route_pairs`: the aggregate that assembles the payload of a part of a primaries-only
+//! table from the (leaf cell, contributor) pairs routed to it, where the pairs are.
+//!
+//! The client plans the parts from the number of records under each leading prefix
+//! ([`crate::tabulate::parts::plan_from_counts`]) and joins the pre-aggregation with a small
+//! route table (leading codes → the parts that need them); the query
+//!
+//! ```sql
+//! SELECT part_id, sdc_route_pairs(arrow_cast('<task>', 'Dictionary(Int32, Utf8)'), part_id,
+//!                                  d0, …, d{k-1}, cid, v, rec, wt)
+//! FROM pairs JOIN routes … GROUP BY part_id
+//! ```
+//!
+//! sends each part's pairs to one task (Ballista shuffles by the group key), whose final step
+//! numbers the part's contributors, cuts the part's shards out of its pairs
+//! ([`crate::tabulate::parts::part_shards`]) and writes the part's payload to the run's
+//! scratch as the client used to (one Parquet file per part). `sdc_roll_up` then rolls the
+//! payloads up exactly as before, one single-stage task per file, so a killed roll-up task is
+//! simply run again elsewhere. The pairs never reach the client.
+//!
+//! Determinism: a part's cells do not depend on the order its pairs arrive in nor on how its
+//! contributors are numbered (exact sums, multiset top-N), so any partitioning of the
+//! aggregation gives payloads that roll up to the same bytes. Partial states are the pairs
+//! themselves (each with its contributor as text), so they merge by concatenation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, UInt64Type};
+use datafusion::common::{exec_err, Result, ScalarValue};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility};
+use datafusion::physical_plan::expressions::Literal;
+
+use super::udf::worker_identity;
+use super::wire;
+use crate::error::Error;
+use crate::hierarchy::Hierarchy;
+use crate::tabulate::lattice::{Lattice, Pairs, Share};
+use crate::tabulate::parts::{pairs_payload, part_shards};
+
+/// SQL name of the aggregate.
+pub const ROUTE_PAIRS: &str = "sdc_route_pairs";
+
+/// The type of the aggregate's task argument (`arrow_cast('<task>', TASK_TYPE)`): see
+/// [`RoutePairs`].
+pub const TASK_TYPE: &str = "Dictionary(Int32, Utf8)";
+
+/// What the executors need to assemble the parts of a table from its pairs.
+#[derive(Debug, Clone)]
+pub struct RouteTask {
+    /// Table name (messages).
+    pub table: String,
+    /// The table's hierarchies (codes → leaf keys).
+    pub dims: Vec<Hierarchy>,
+    /// The key of each part's first shard, in key order
+    /// ([`crate::tabulate::parts::plan_from_counts`]).
+    pub starts: Vec<u128>,
+    /// Where the payloads go: the scratch folder (a directory or an `s3://` prefix) that
+    /// `sdc_roll_up` reads, one `part-NNNNN.parquet` per part.
+    pub folder: String,
+}
+
+/// `sdc_route_pairs(task, part_id, d0, …, d{k-1}, cid, v, rec, wt)` → `Utf8`: writes the
+/// payload of the part (see the module docs) and returns `"<pairs> <bytes> <worker>"`; `task`
+/// is the table's [`RouteTask`] as a `Dictionary(Int32, Utf8)` literal ([`TASK_TYPE`]).
+///
+/// Why a dictionary: DataFusion evaluates every argument of an aggregate to an array of the
+/// batch's length before the accumulator sees it, and a `Utf8` literal becomes the task's text
+/// repeated on every row (then copied again when the rows are sorted by group). The task holds
+/// every code of the table's hierarchies (tens of KB), so a plain string cost tens of GB of
+/// copies per million pairs; a dictionary array holds the text once, with one key per row.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct RoutePairs {
+    signature: Signature,
+}
+
+impl RoutePairs {
+    /// The aggregate, ready to register.
+    pub fn udaf() -> Arc<AggregateUDF> {
+        Arc::new(AggregateUDF::from(Self { signature: Signature::variadic_any(Volatility::Immutable) }))
+    }
+}
+
+/// A decoded task with its lattice, shared by the accumulators of one query.
+#[derive(Debug)]
+struct Routed {
+    task: RouteTask,
+    lat: Lattice,
+}
+
+/// The last task decoded in this process: every group of a query has the same one.
+static LAST: Mutex<Option<(String, Arc<Routed>)>> = Mutex::new(None);
+
+fn routed(text: &str) -> Result<Arc<Routed>> {
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((t, r)) = last.as_ref() {
+        if t == text {
+            return Ok(r.clone());
+        }
+    }
+    let task: RouteTask = match wire::decode(text) {
+        Ok(t) => t,
+        Err(e) => return exec_err!("{ROUTE_PAIRS} on {}: {e}", worker_identity()),
+    };
+    if task.starts.is_empty() {
+        return exec_err!("{ROUTE_PAIRS}: a task without parts");
+    }
+    let lat = Lattice::new(&task.dims).map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
+    let r = Arc::new(Routed { task, lat });
+    *last = Some((text.to_string(), r.clone()));
+    Ok(r)
+}
+
+impl AggregateUDFImpl for RoutePairs {
+    fn name(&self) -> &str {
+        ROUTE_PAIRS
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let literal = args.exprs.first().and_then(|e| e.as_ref().downcast_ref::<Literal>());
+        let text = match literal.map(|l| l.value()) {
+            Some(ScalarValue::Dictionary(_, value)) => match value.as_ref() {
+                ScalarValue::Utf8(Some(s)) => s.as_str(),
+                _ => return exec_err!("{ROUTE_PAIRS}: the task must be a dictionary-encoded string literal"),
+            },
+            _ => return exec_err!("{ROUTE_PAIRS}: the task must be a dictionary-encoded string literal"),
+        };
+        let routed = routed(text)?;
+        let want = 2 + routed.task.dims.len() + 4;
+        if args.exprs.len() != want {
+            return exec_err!("{ROUTE_PAIRS}: {} arguments, expected {want}", args.exprs.len());
+        }
+        Ok(Box::new(PartPairs { routed, part: None, buf: Vec::new() }))
+    }
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Ok(vec![
+            Arc::new(Field::new(format!("{}_pairs", args.name), DataType::LargeBinary, true)),
+            Arc::new(Field::new(format!("{}_part", args.name), DataType::UInt64, true)),
+        ])
+    }
+}
+
+/// The pairs of one part: `(leaf key u128, value i128, weight i128, records u64, contributor
+/// length u32, contributor bytes)` each, little-endian.
+#[derive(Debug)]
+struct PartPairs {
+    routed: Arc<Routed>,
+    part: Option<u64>,
+    buf: Vec<u8>,
+}
+
+fn utf8(a: &ArrayRef) -> Result<ArrayRef> {
+    Ok(arrow::compute::cast(a, &DataType::Utf8)?)
+}
+
+impl Accumulator for PartPairs {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let dims = &self.routed.task.dims;
+        let k = dims.len();
+        let parts = arrow::compute::cast(&values[1], &DataType::UInt64)?;
+        let parts = parts.as_primitive::<UInt64Type>();
+        let codes: Vec<ArrayRef> = values[2..2 + k].iter().map(utf8).collect::<Result<_>>()?;
+        let codes: Vec<_> = codes.iter().map(|a| a.as_string::<i32>()).collect();
+        let cid = utf8(&values[2 + k])?;
+        let cid = cid.as_string::<i32>();
+        let v = values[3 + k].as_primitive::<Decimal128Type>();
+        let rec = arrow::compute::cast(&values[4 + k], &DataType::Int64)?;
+        let rec = rec.as_primitive::<Int64Type>();
+        let wt = values[5 + k].as_primitive::<Decimal128Type>();
+        let mut coords = vec![0u32; k];
+        for r in 0..parts.len() {
+            if parts.is_null(r) || cid.is_null(r) || codes.iter().any(|c| c.is_null(r)) {
+                return exec_err!("{ROUTE_PAIRS}: NULL input");
+            }
+            self.part.get_or_insert(parts.value(r));
+            for (d, h) in dims.iter().enumerate() {
+                let code = codes[d].value(r);
+                match h.index(code) {
+                    Some(n) => coords[d] = n as u32,
+                    None => return exec_err!("{ROUTE_PAIRS}: code {code:?} is not in `{}`", h.variable()),
+                }
+            }
+            let c = cid.value(r).as_bytes();
+            self.buf.extend_from_slice(&self.routed.lat.key(&coords).to_le_bytes());
+            self.buf.extend_from_slice(&v.value(r).to_le_bytes());
+            self.buf.extend_from_slice(&wt.value(r).to_le_bytes());
+            self.buf.extend_from_slice(&(rec.value(r) as u64).to_le_bytes());
+            self.buf.extend_from_slice(&(c.len() as u32).to_le_bytes());
+            self.buf.extend_from_slice(c);
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![ScalarValue::LargeBinary(Some(std::mem::take(&mut self.buf))), ScalarValue::UInt64(self.part)])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let bufs = states[0].as_binary::<i64>();
+        let parts = states[1].as_primitive::<UInt64Type>();
+        for r in 0..bufs.len() {
+            if !parts.is_null(r) {
+                self.part.get_or_insert(parts.value(r));
+            }
+            if !bufs.is_null(r) {
+                self.buf.extend_from_slice(bufs.value(r));
+            }
+        }
+        Ok(())
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let Some(part) = self.part else { return exec_err!("{ROUTE_PAIRS}: a part without pairs") };
+        let pairs = match decode(&std::mem::take(&mut self.buf)) {
+            Ok(p) => p,
+            Err(e) => return exec_err!("{ROUTE_PAIRS} on {}: {e}", worker_identity()),
+        };
+        let Routed { task, lat } = self.routed.as_ref();
+        let n = pairs.len();
+        let shards = part_shards(lat, &task.starts, part as usize, &pairs.leaf);
+        let payload = pairs_payload(&pairs, shards);
+        drop(pairs);
+        let written = super::roll_up::part_file(part as usize, payload).and_then(|bytes| {
+            let len = bytes.len();
+            put(&task.folder, &format!("part-{part:05}.parquet"), bytes).map(|()| len)
+        });
+        match written {
+            Ok(len) => Ok(ScalarValue::Utf8(Some(format!("{n} {len} {}", worker_identity())))),
+            Err(e) => exec_err!("{ROUTE_PAIRS} on {}: part {part} of table `{}`: {e}", worker_identity(), task.table),
+        }
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.buf.capacity()
+    }
+}
+
+/// Writes `bytes` as `folder/file` (a directory, or an `s3://` prefix: one PUT, atomic); a
+/// local file is written under a hidden name and renamed, so a killed task leaves no partial
+/// payload where `sdc_roll_up` reads (a re-run writes the same part again).
+fn put(folder: &str, file: &str, bytes: Vec<u8>) -> crate::error::Result<()> {
+    let folder = folder.trim_end_matches('/');
+    if folder.starts_with("s3://") {
+        let store = crate::store::s3_store(folder)?.ok_or_else(|| Error::Internal(format!("no store for {folder}")))?;
+        let url = url::Url::parse(folder).map_err(|e| Error::data(folder, e.to_string()))?;
+        let key = object_store::path::Path::from(format!("{}/{file}", url.path().trim_matches('/')).as_str());
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
+        return tokio::task::block_in_place(|| {
+            handle.block_on(object_store::ObjectStoreExt::put(store.as_ref(), &key, bytes.into()))
+        })
+        .map(|_| ())
+        .map_err(|e| Error::Store { url: format!("{folder}/{file}"), message: e.to_string() });
+    }
+    let dir = std::path::Path::new(folder);
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let tmp = dir.join(format!(".{file}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    let to = dir.join(file);
+    std::fs::rename(&tmp, &to).map_err(|e| Error::io(&to, e))
+}
+
+/// The pairs of a state buffer, contributors numbered in order of appearance (only equality
+/// matters to the roll-up).
+fn decode(mut b: &[u8]) -> std::result::Result<Pairs, String> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> std::result::Result<&'a [u8], String> {
+        if b.len() < n {
+            return Err("pairs truncated".into());
+        }
+        let (a, rest) = b.split_at(n);
+        *b = rest;
+        Ok(a)
+    }
+    let mut pairs = Pairs::default();
+    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    while !b.is_empty() {
+        let leaf = u128::from_le_bytes(take(&mut b, 16)?.try_into().expect("16 bytes"));
+        let value = i128::from_le_bytes(take(&mut b, 16)?.try_into().expect("16 bytes"));
+        let weight = i128::from_le_bytes(take(&mut b, 16)?.try_into().expect("16 bytes"));
+        let records = u64::from_le_bytes(take(&mut b, 8)?.try_into().expect("8 bytes"));
+        let len = u32::from_le_bytes(take(&mut b, 4)?.try_into().expect("4 bytes")) as usize;
+        let c = take(&mut b, len)?;
+        let next = u32::try_from(ids.len()).map_err(|_| "more than 4 billion contributors in a part".to_string())?;
+        pairs.leaf.push(leaf);
+        pairs.contributor.push(*ids.entry(c).or_insert(next));
+        pairs.share.push(Share { value, weight, records });
+    }
+    Ok(pairs)
+}
