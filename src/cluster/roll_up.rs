@@ -21,7 +21,7 @@ use arrow::array::{ArrayRef, AsArray, LargeBinaryArray, RecordBatch, StringArray
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 
 use super::part_agg::{RouteTask, ROUTE_PAIRS, TASK_TYPE};
-use super::ship::{is_distributed, partition_results, query_partitions, Executor};
+use super::ship::{is_distributed, parquet_bytes, partition_results, query_partitions, Executor};
 use super::udf::ROLL_UP;
 use super::wire::{self, Solved};
 use crate::error::{Error, Result};
@@ -269,12 +269,7 @@ fn routes_file(codes: &[Vec<&str>], parts: &[u64]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(fields));
     let mut columns: Vec<ArrayRef> = codes.iter().map(|c| Arc::new(StringArray::from(c.clone())) as ArrayRef).collect();
     columns.push(Arc::new(UInt64Array::from(parts.to_vec())));
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    let mut buf = Vec::new();
-    let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, schema, None)?;
-    w.write(&batch)?;
-    w.close()?;
-    Ok(buf)
+    parquet_bytes(&RecordBatch::try_new(schema, columns)?)
 }
 
 /// One part's scratch file: a single row `(part_id, inputs)`.
@@ -284,15 +279,11 @@ pub(crate) fn part_file(part: usize, inputs: Vec<u8>) -> Result<Vec<u8>> {
         Field::new("inputs", DataType::LargeBinary, false),
     ]));
     let batch = RecordBatch::try_new(
-        schema.clone(),
+        schema,
         vec![
             Arc::new(UInt64Array::from(vec![part as u64])),
             Arc::new(LargeBinaryArray::from_vec(vec![inputs.as_slice()])),
         ],
     )?;
-    let mut buf = Vec::new();
-    let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, schema, None)?;
-    w.write(&batch)?;
-    w.close()?;
-    Ok(buf)
+    parquet_bytes(&batch)
 }

@@ -295,15 +295,20 @@ pub async fn run_partitions(
         let ids = UInt64Array::from_iter_values(rows.iter().map(|&i| i as u64));
         let col = StringArray::from_iter_values(rows.iter().map(|&i| payloads[i].as_str()));
         let batch = RecordBatch::try_new(partition_schema(), vec![Arc::new(ids), Arc::new(col)])?;
-        let mut buf = Vec::new();
-        let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, partition_schema(), None)?;
-        w.write(&batch)?;
-        w.close()?;
-        scratch.put(name, &format!("part-{f:05}.parquet"), buf).await?;
+        scratch.put(name, &format!("part-{f:05}.parquet"), parquet_bytes(&batch)?).await?;
     }
     drop(payloads);
     let sql = format!("SELECT partition_id, {func}(payload) AS outcome FROM \"{name}\"");
     query_partitions(ctx, scratch, name, func, &sql, n).await
+}
+
+/// One record batch as the bytes of a Parquet file (the scratch files the queries read).
+pub(crate) fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut buf, batch.schema(), None)?;
+    w.write(batch)?;
+    w.close()?;
+    Ok(buf)
 }
 
 /// Registers scratch directory `name`, runs `sql` (which must give one row `(id, result)` per
