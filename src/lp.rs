@@ -12,6 +12,7 @@
 //!   time limit is a [`LpStatus`], not an error.
 
 use std::num::NonZeroU32;
+use std::time::Instant;
 
 use highs::{HighsModelStatus, HighsSolutionStatus, RowProblem, Sense};
 
@@ -164,6 +165,10 @@ pub enum LpError {
     /// Time limit reached before any feasible point was found.
     #[error("time limit reached before a feasible solution was found")]
     TimeLimitNoSolution,
+    /// A solve given a hard stop ([`WarmLp::with_stop`], [`solve_until`]) reached it before it
+    /// proved an optimum: no verdict, and none of the solve's values may be used.
+    #[error("stopped at the run's time limit before the optimum was proven")]
+    Stopped,
     /// HiGHS rejected the model or failed; `what` names the step and the status.
     #[error("HiGHS failed: {what}")]
     Solver {
@@ -190,6 +195,32 @@ pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpEr
     Err(LpError::Solver {
         what: format!("{} (also without presolve and with the interior-point solver)", last.unwrap_or_default()),
     })
+}
+
+/// [`solve`] of an LP that must end by `stop` (none: no limit): HiGHS gets the time left as its
+/// limit, and anything but a proven verdict reached in time is [`LpError::Stopped`]. Why: the
+/// searches that improve a clean pattern (cleanup) solve attacker LPs past which the run's hard
+/// stop must not slip; a 1 M-cell census pattern's component LP ran for minutes past it.
+pub fn solve_until(lp: &LinearProgram, stop: Option<Instant>) -> Result<LpSolution, LpError> {
+    let Some(at) = stop else { return solve(lp, &SolveOptions::default()) };
+    let left = seconds_left(at).ok_or(LpError::Stopped)?;
+    until(solve(lp, &SolveOptions { time_limit_s: Some(left), ..Default::default() }))
+}
+
+/// Seconds left before `at` (`None` when past).
+fn seconds_left(at: Instant) -> Option<f64> {
+    let left = at.saturating_duration_since(Instant::now()).as_secs_f64();
+    (left > 0.0).then_some(left)
+}
+
+/// The outcome of a solve under a hard stop: a result the time limit cut short is
+/// [`LpError::Stopped`].
+fn until(r: Result<LpSolution, LpError>) -> Result<LpSolution, LpError> {
+    match r {
+        Ok(s) if s.status == LpStatus::TimeLimit => Err(LpError::Stopped),
+        Err(LpError::TimeLimitNoSolution) => Err(LpError::Stopped),
+        r => r,
+    }
 }
 
 /// How [`solve`] retries a model HiGHS could not decide.
@@ -311,12 +342,20 @@ fn read(lp: &LinearProgram, solved: &highs::SolvedModel) -> Result<LpSolution, L
 pub struct WarmLp {
     lp: LinearProgram,
     model: Option<(highs::Model, Vec<highs::Col>)>,
+    stop: Option<Instant>,
 }
 
 impl WarmLp {
     /// A warm solver of `lp` (its costs and bounds are the base the changes apply to).
     pub fn new(lp: LinearProgram) -> Self {
-        Self { lp, model: None }
+        Self { lp, model: None, stop: None }
+    }
+
+    /// Every solve must end by `stop` (see [`solve_until`]); past it a solve is
+    /// [`LpError::Stopped`].
+    pub fn with_stop(mut self, stop: Option<Instant>) -> Self {
+        self.stop = stop;
+        self
     }
 
     /// Solves the base program with `changes` — `(column, cost, lower, upper)` — applied; the
@@ -326,6 +365,10 @@ impl WarmLp {
         if let Some(&(j, ..)) = changes.iter().find(|c| c.0 >= n) {
             return Err(LpError::Solver { what: format!("change of column {j} of a program of {n} columns") });
         }
+        let left = match self.stop {
+            Some(at) => Some(seconds_left(at).ok_or(LpError::Stopped)?),
+            None => None,
+        };
         let mut changed = self.lp.clone();
         for &(j, cost, lower, upper) in changes {
             let c = &mut changed.columns[j];
@@ -349,9 +392,17 @@ impl WarmLp {
             model.change_column_cost(cols[j], cost);
             model.change_column_bounds(cols[j], lower..=upper);
         }
+        if let Some(t) = left {
+            model
+                .try_set_option("time_limit", t.max(0.001))
+                .map_err(|e| LpError::Solver { what: format!("setting time_limit: {e:?}") })?;
+        }
         let out = match model.try_solve() {
             Ok(solved) => {
                 let out = read(&changed, &solved);
+                if self.stop.is_some() && matches!(&out, Ok(s) if s.status == LpStatus::TimeLimit) {
+                    return Err(LpError::Stopped);
+                }
                 if out.is_ok() {
                     let mut model = highs::Model::from(solved);
                     for &(j, ..) in changes {
@@ -369,7 +420,7 @@ impl WarmLp {
             Ok(s) => Ok(s),
             // Anything else, verdicts included, is decided from scratch: HiGHS's primal simplex
             // has called a hot-started attacker LP infeasible (never true: z = 0 is feasible).
-            Err(_) => solve(&changed, &SolveOptions::default()),
+            Err(_) => solve_until(&changed, self.stop),
         }
     }
 }
@@ -392,6 +443,23 @@ mod tests {
         assert!((s.columns[x] - 3.0).abs() < 1e-7 && (s.columns[y] - 1.0).abs() < 1e-7);
         assert!((s.row_duals[0] - 2.0).abs() < 1e-7 && s.row_duals[1].abs() < 1e-7, "{:?}", s.row_duals);
         assert!(lp.max_violation(&s.columns) < 1e-9);
+    }
+
+    /// A solve given a stop that has passed has no verdict (the searches that set a stop keep
+    /// their audited pattern); one given a stop far ahead solves as without it.
+    #[test]
+    fn a_passed_stop_gives_no_verdict() {
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        let x = lp.add_column(3.0, 0.0, 3.0);
+        let y = lp.add_column(2.0, 0.0, f64::INFINITY);
+        lp.add_row(f64::NEG_INFINITY, 4.0, vec![(x, 1.0), (y, 1.0)]);
+        let past = Some(Instant::now());
+        assert_eq!(solve_until(&lp, past), Err(LpError::Stopped));
+        assert_eq!(WarmLp::new(lp.clone()).with_stop(past).solve(&[]), Err(LpError::Stopped));
+        let ahead = Some(Instant::now() + std::time::Duration::from_secs(3600));
+        assert_eq!(solve_until(&lp, ahead).unwrap().objective, solve(&lp, &SolveOptions::default()).unwrap().objective);
+        let warm = WarmLp::new(lp.clone()).with_stop(ahead).solve(&[(x, 1.0, 0.0, 1.0)]).unwrap();
+        assert!((warm.objective - 8.0).abs() < 1e-7, "{warm:?}"); // x ≤ 1 costs 1: y = 4
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! (the `min` is the usual coefficient tightening for binaries). Validity does not depend on
 //! HiGHS's dual sign convention; we try both signs and keep the tighter cut.
 
-use crate::lp::{self, Direction, LinearProgram, SolveOptions};
+use std::time::Instant;
+
+use crate::lp::{self, Direction, LinearProgram};
 use crate::table::relations::FastMap;
 
 use super::problem::Problem;
@@ -64,6 +66,8 @@ pub(crate) struct CompLp {
     pub rows: Vec<u32>,
     col_of: FastMap<u32, usize>,
     lp: LinearProgram,
+    /// Hard stop of every solve ([`lp::solve_until`]); `None`: none.
+    stop: Option<Instant>,
 }
 
 /// Solves an attacker LP in units where its largest finite bound is about 10^4.
@@ -72,12 +76,12 @@ pub(crate) struct CompLp {
 /// common scaling of all variables; cell values of 10^10 and more (a census salary total) made
 /// HiGHS give up with status `Unknown`. The solution is scaled back; row duals do not change
 /// (they depend on the objective and the basis only).
-fn solve_scaled(lp: &LinearProgram) -> Result<lp::LpSolution, lp::LpError> {
+fn solve_scaled(lp: &LinearProgram, stop: Option<Instant>) -> Result<lp::LpSolution, lp::LpError> {
     let scale = scale_of(lp);
     if scale == 1.0 {
-        return lp::solve(lp, &SolveOptions::default());
+        return lp::solve_until(lp, stop);
     }
-    let mut s = lp::solve(&scaled(lp, scale), &SolveOptions::default())?;
+    let mut s = lp::solve_until(&scaled(lp, scale), stop)?;
     unscale(&mut s, scale);
     Ok(s)
 }
@@ -149,7 +153,7 @@ impl CompLp {
                 .collect();
             lp.add_row(0.0, 0.0, coefs);
         }
-        Self { cells, rows, col_of, lp }
+        Self { cells, rows, col_of, lp, stop: None }
     }
 
     /// The attacker LP for a *fractional* pattern `x` (bounds `−LB·x ≤ z ≤ UB·x`, the
@@ -171,13 +175,20 @@ impl CompLp {
             let coefs = p.rel.terms(r as usize).filter_map(|(m, a)| col_of.get(&m).map(|&k| (k, a))).collect();
             lp.add_row(0.0, 0.0, coefs);
         }
-        Self { cells, rows, col_of, lp }
+        Self { cells, rows, col_of, lp, stop: None }
+    }
+
+    /// Every solve of this LP must end by `stop` (`None`: no limit); past it a solve fails
+    /// with [`lp::LpError::Stopped`] (see [`SuppressError::is_stop`]).
+    pub fn with_stop(mut self, stop: Option<Instant>) -> Self {
+        self.stop = stop;
+        self
     }
 
     /// A warm solver for a sequence of this LP's attacker problems ([`Solves::Warm`]).
     pub fn warm(&self) -> Solves {
         let scale = scale_of(&self.lp);
-        Solves::Warm(lp::WarmLp::new(scaled(&self.lp, scale)), scale)
+        Solves::Warm(lp::WarmLp::new(scaled(&self.lp, scale)).with_stop(self.stop), scale)
     }
 
     /// Solves the LP with the objective `Σ dir·z_t` and caps `dir·z_t ≤ cap` of `targets`.
@@ -199,7 +210,7 @@ impl CompLp {
                 for (k, cost, lo, hi) in changes(1.0) {
                     (lp.columns[k].cost, lp.columns[k].lower, lp.columns[k].upper) = (cost, lo, hi);
                 }
-                solve_scaled(&lp)
+                solve_scaled(&lp, self.stop)
             }
             Solves::Warm(w, scale) => {
                 let mut s = w.solve(&changes(*scale))?;

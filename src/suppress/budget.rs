@@ -93,6 +93,11 @@ impl Deadline {
         self.hit.load(Ordering::Relaxed)
     }
 
+    /// The instant of the hard stop (for solvers given it as their own limit).
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
     /// Seconds left before the hard stop (0 when past; never records a hit).
     pub fn left_s(&self) -> f64 {
         self.at.saturating_duration_since(Instant::now()).as_secs_f64()

@@ -311,6 +311,14 @@ pub enum SuppressError {
     Distributed(String),
 }
 
+impl SuppressError {
+    /// Whether an attacker LP reached the hard stop it was given ([`LpError::Stopped`]): the
+    /// search that set the stop keeps its last audited pattern.
+    pub(crate) fn is_stop(&self) -> bool {
+        matches!(self, SuppressError::Lp { source: LpError::Stopped, .. })
+    }
+}
+
 /// Protects `table` with `opts.method`, then audits the result from scratch; errors (fail
 /// closed) when the method cannot make every sensitive cell safe.
 pub fn protect(table: &Table, opts: &ProtectOptions) -> Result<Protection, SuppressError> {

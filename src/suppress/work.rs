@@ -317,7 +317,6 @@ impl<'p, 'a> Work<'p, 'a> {
         // needs a new certificate (measured: more trials and a cheaper pattern per second).
         let key = |i: usize| p.cost[i] / (1.0 + self.cube_use.as_ref().map_or(0, |u| u[i]) as f64);
         cands.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
-        let mut dropped = 0;
         // Past the hard stop, not even the re-certification with local witnesses that the trials
         // start from (an audit of every sensitive cell: minutes on 10^5 cells, measured on a
         // 5-dimensional census table where it ran after a 120 s limit had passed).
@@ -326,25 +325,21 @@ impl<'p, 'a> Work<'p, 'a> {
         }
         let t0 = Instant::now();
         self.aud.group_min = CLEANUP_GROUP_MIN;
-        self.aud.localize()?;
+        // The trials' LPs end at the hard stop too: one component LP of a 1 M-cell census
+        // pattern (91 % of its cells suppressed) ran for minutes past it. A stopped audit
+        // leaves the last audited pattern with its certificates.
+        self.aud.stop = Some(deadline.at());
         let lps0 = self.aud.lps;
-        let mut tried = 0;
-        for &s in cands.iter().take(trials) {
-            if deadline.reached() {
-                break;
+        let out = self.cleanup_trials(&cands, singleton_rule, trials, deadline);
+        self.aud.stop = None;
+        let (tried, dropped) = match out {
+            Ok(counts) => counts,
+            Err((e, counts)) if e.is_stop() => {
+                deadline.record_hit();
+                counts
             }
-            crate::progress::solver_progress("cleanup", || {
-                format!(
-                    "{tried} of {} candidates tried, {dropped} dropped, cost {:.3} % of the table's cost",
-                    cands.len().min(trials),
-                    p.cost_percent(p.cost_of(&self.aud.sup))
-                )
-            });
-            tried += 1;
-            if self.try_drop(s, singleton_rule)? {
-                dropped += 1;
-            }
-        }
+            Err((e, _)) => return Err(e),
+        };
         trace(format_args!(
             "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit, \
              {} by the audit, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), cost {:.0}",
@@ -358,6 +353,40 @@ impl<'p, 'a> Work<'p, 'a> {
             p.cost_of(&self.aud.sup)
         ));
         Ok(dropped)
+    }
+
+    /// [`Self::cleanup`]'s local re-certification and drop trials; returns `(tried, dropped)`,
+    /// also with the error that ended them.
+    #[allow(clippy::type_complexity)]
+    fn cleanup_trials(
+        &mut self,
+        cands: &[usize],
+        singleton_rule: bool,
+        trials: usize,
+        deadline: &Deadline,
+    ) -> Result<(usize, usize), (SuppressError, (usize, usize))> {
+        let p = self.p;
+        let (mut tried, mut dropped) = (0, 0);
+        self.aud.localize().map_err(|e| (e, (0, 0)))?;
+        for &s in cands.iter().take(trials) {
+            if deadline.reached() {
+                break;
+            }
+            crate::progress::solver_progress("cleanup", || {
+                format!(
+                    "{tried} of {} candidates tried, {dropped} dropped, cost {:.3} % of the table's cost",
+                    cands.len().min(trials),
+                    p.cost_percent(p.cost_of(&self.aud.sup))
+                )
+            });
+            tried += 1;
+            match self.try_drop(s, singleton_rule) {
+                Ok(true) => dropped += 1,
+                Ok(false) => {}
+                Err(e) => return Err((e, (tried, dropped))),
+            }
+        }
+        Ok((tried, dropped))
     }
 
     /// The finished pattern with its final audit from the certificates held
@@ -391,7 +420,15 @@ impl<'p, 'a> Work<'p, 'a> {
             false
         } else {
             let lps0 = self.aud.lps;
-            let fails = self.aud.check()?;
+            let fails = match self.aud.check() {
+                Ok(f) => f,
+                Err(e) => {
+                    // Stopped (or failed) mid-audit: the pattern with `s` is the audited one.
+                    // Certificates found meanwhile hold for it too (a superset pattern).
+                    self.aud.restore(s, lost);
+                    return Err(e);
+                }
+            };
             let st = &mut self.trial_stats[usize::from(!fails.is_empty())];
             st.0 += lost.len();
             st.1 += self.aud.lps - lps0;
@@ -503,5 +540,45 @@ mod tests {
             kept += w.refused_cheaply;
         }
         assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
+    }
+
+    /// `time_limit_s` is a hard wall inside the cleanup's LPs too: an audit stopped by it (here
+    /// a stop already passed) fails with the stop, and leaves the last audited pattern with the
+    /// certificates it had — the local re-certification and a drop trial change neither what
+    /// is suppressed nor what is certified, so auditing the pattern afterwards needs no LP.
+    #[test]
+    fn a_stopped_audit_keeps_the_audited_pattern_and_its_certificates() {
+        let t = synthetic(1);
+        let p = Problem::from_table(&t, None);
+        let far = Deadline::after(600.0);
+        let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+        assert!(w.aud.check().unwrap().is_empty());
+        let before = w.sup().to_vec();
+        // LPs only, so that every certificate lost needs an LP (no combinatorial witness).
+        w.aud.lp_only = true;
+        w.aud.stop = Some(Instant::now());
+        let e = w.aud.localize().unwrap_err();
+        assert!(e.is_stop(), "{e}");
+        // A secondary whose drop the cheap checks do not refuse and which loses certificates.
+        let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+        let s = secondaries
+            .into_iter()
+            .find(|&i| {
+                let lost = w.aud.remove(i);
+                let audited = !lost.is_empty() && !w.refuted(i);
+                w.aud.restore(i, lost);
+                audited
+            })
+            .expect("a secondary whose drop needs an audit");
+        let e = w.try_drop(s, false).unwrap_err();
+        assert!(e.is_stop(), "{e}");
+        assert_eq!(w.sup(), &before[..], "a stopped trial keeps the audited pattern");
+        w.aud.stop = None;
+        let lps = w.aud.lps;
+        assert!(w.aud.check().unwrap().is_empty());
+        assert_eq!(w.aud.lps, lps, "the certificates held before the stop were kept");
+        // And a cleanup whose stop has passed by the time it starts changes nothing.
+        assert_eq!(w.cleanup(false, 200, &Deadline::after(0.0)).unwrap(), 0);
+        assert_eq!(w.sup(), &before[..]);
     }
 }

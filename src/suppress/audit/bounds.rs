@@ -87,6 +87,7 @@ impl Auditor<'_, '_> {
         let todo: Vec<(usize, usize)> =
             todo.into_iter().filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown)).collect();
         for chunk in todo.chunks(2048) {
+            self.stop_check()?;
             self.solve_local_chunk(chunk, hops, max)?;
         }
         Ok(())
@@ -121,12 +122,14 @@ impl Auditor<'_, '_> {
             }
             groups.push((cells, rows, members));
         }
+        let stop = self.stop;
         for chunk in groups.chunks(256) {
+            self.stop_check()?;
             let sup = &self.sup;
             let res: Vec<Vec<(u32, f64)>> = chunk
                 .par_iter()
                 .map(|(cells, rows, members)| {
-                    let lp = CompLp::new(p, sup, cells.clone(), rows.clone());
+                    let lp = CompLp::new(p, sup, cells.clone(), rows.clone()).with_stop(stop);
                     let targets: Vec<(u32, f64, f64)> = members
                         .iter()
                         .map(|&y| {
@@ -176,12 +179,13 @@ impl Auditor<'_, '_> {
             todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
         let sup = &self.sup;
         let checked = self.checked.as_ref();
+        let stop = self.stop;
         let res: Vec<(crate::suppress::attacker::Attack, Option<Cut>)> = todo
             .par_iter()
             .zip(balls)
             .map(|(&(k, d), (cells, rows))| {
                 let s = &p.sens[k];
-                let lp = CompLp::new(p, sup, cells, rows);
+                let lp = CompLp::new(p, sup, cells, rows).with_stop(stop);
                 let dir = if d == 0 { -1.0 } else { 1.0 };
                 let n = need(s, d);
                 let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
@@ -249,9 +253,11 @@ impl Auditor<'_, '_> {
             }
             comps.push((cells, rows));
         }
+        self.stop_check()?;
         let sup_owned = self.sup.clone();
         let sup = &sup_owned;
-        let lps: Vec<CompLp> = comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r)).collect();
+        let stop = self.stop;
+        let lps: Vec<CompLp> = comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r).with_stop(stop)).collect();
         // Phase A: batch LPs per (component, direction), several rounds.
         let mut groups: Vec<Vec<Vec<(usize, usize)>>> = vec![vec![Vec::new(), Vec::new()]; lps.len()];
         let mut singles: Vec<(usize, usize, usize)> = Vec::new();

@@ -133,6 +133,10 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Running count for progress lines: only a final audit ([`audit_problem`]) has one, not
     /// the repeated audits inside a method.
     checked: Option<Checked>,
+    /// Hard stop of the LPs of [`Self::check`] (set by searches that improve a clean pattern):
+    /// past it a check fails with [`LpError::Stopped`](crate::lp::LpError::Stopped), and
+    /// the caller restores its last audited state ([`Self::restore`], [`Self::localize`]).
+    pub stop: Option<std::time::Instant>,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -177,6 +181,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             local_first: p.n() > LOCAL_FIRST_CELLS,
             group_min: 65,
             checked: None,
+            stop: None,
         }
     }
 
@@ -264,12 +269,29 @@ impl<'p, 'a> Auditor<'p, 'a> {
     }
 
     /// Re-certifies every target with local (sparse) witnesses and keeps local LPs first.
+    /// Stopped by [`Self::stop`], it keeps the certificates it had (the pattern is unchanged).
     pub fn localize(&mut self) -> Result<Vec<Failure>, SuppressError> {
         self.local_first = true;
-        for c in &mut self.certs {
-            *c = [Cert::Unknown, Cert::Unknown];
+        let unknown = vec![[Cert::Unknown, Cert::Unknown]; self.certs.len()];
+        let held = std::mem::replace(&mut self.certs, unknown);
+        let had_failed = self.has_failed;
+        let out = self.check();
+        if out.as_ref().is_err_and(|e| e.is_stop()) {
+            self.certs = held;
+            self.has_failed = had_failed;
         }
-        self.check()
+        out
+    }
+
+    /// [`LpError::Stopped`](crate::lp::LpError::Stopped) once [`Self::stop`] has passed:
+    /// asked between chunks of LPs, so a check cannot run long past the stop.
+    fn stop_check(&self) -> Result<(), SuppressError> {
+        match self.stop {
+            Some(at) if std::time::Instant::now() >= at => {
+                Err(SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Sets the running count (if any) to the bounds decided so far.
