@@ -26,7 +26,7 @@ use crate::rng::Rng;
 
 use super::budget::Deadline;
 use super::construct::complete;
-use super::exact::{complete_merged, master, strengthen};
+use super::exact::{complete_merged, master, strengthen, Cleanup};
 use super::problem::{Fix, Problem};
 use super::work::Work;
 use super::{ProtectOptions, SuppressError};
@@ -85,7 +85,9 @@ pub(crate) fn run(
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
     let mut w = match seed {
-        Some(m) => complete_merged(p, m, rule, Some(opts.cleanup_budget()), deadline)?,
+        Some(m) => {
+            complete_merged(p, m, rule, Some(Cleanup { trials: opts.cleanup_budget(), lps: usize::MAX }), deadline)?
+        }
         None => {
             let mut w = complete(p, p.initial(), rule, opts.construction, deadline)?;
             w.cleanup(rule, opts.cleanup_budget(), deadline)?;

@@ -89,12 +89,13 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
                 m,
                 opts.singleton_rule,
                 // HiTaS publishes the repaired merged pattern; a global cleanup runs only on a
-                // budget asked for. Measured on the realistic suite (singleton off): the open
-                // repair leaves c3-ent-flat and c4-persons at their proven optima and c3-persons
-                // at 3.20 % (tau-Argus OPT 3.35 %) in ~11 s; 100 drop trials gained 3.20 → 3.17 %
-                // there for +72 s, and 40.3 → 39.5 % on c3-enterprises for +480 s. `tabu`
-                // starts from this pattern for users who want that search.
-                opts.cleanup_trials.filter(|_| opts.cleanup),
+                // budget asked for, or under the singleton rule ([`exact::modular_cleanup`]). Measured
+                // on the realistic suite (singleton off): the open repair leaves c3-ent-flat and
+                // c4-persons at their proven optima and c3-persons at 3.20 % (tau-Argus OPT
+                // 3.35 %) in ~11 s; 100 drop trials gained 3.20 → 3.17 % there for +72 s, and
+                // 40.3 → 39.5 % on c3-enterprises for +480 s. `tabu` starts from this pattern
+                // for users who want that search.
+                exact::modular_cleanup(opts),
                 deadline,
             )
             .map_err(with_coord)?;

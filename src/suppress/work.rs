@@ -53,6 +53,9 @@ pub(crate) struct Work<'p, 'a> {
     /// the LP repair it leads to do not scale; below, the closure and LP repair give cheaper
     /// patterns (an ancestor cube suppresses marginals up to the grand total).
     pub last_resort_cubes: bool,
+    /// Attacker LPs the next [`Self::cleanup`] may solve (a deterministic work budget next to
+    /// its drop trials: LPs, not trials, are what a cleanup's time follows; default: no limit).
+    pub cleanup_lps: usize,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -90,6 +93,7 @@ impl<'p, 'a> Work<'p, 'a> {
             candidates: Vec::new(),
             move_candidates: Vec::new(),
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
+            cleanup_lps: usize::MAX,
         }
     }
 
@@ -367,10 +371,16 @@ impl<'p, 'a> Work<'p, 'a> {
     ) -> Result<(usize, usize), (SuppressError, (usize, usize))> {
         let p = self.p;
         let (mut tried, mut dropped) = (0, 0);
+        let (t0, lps0) = (Instant::now(), self.aud.lps);
         self.aud.localize().map_err(|e| (e, (0, 0)))?;
+        trace(format_args!("cleanup: local re-certification {:.1}s, {} LPs", t0.elapsed().as_secs_f64(), self.aud.lps));
         for &s in cands.iter().take(trials) {
-            if deadline.reached() {
+            if deadline.reached() || self.aud.lps - lps0 >= self.cleanup_lps {
                 break;
+            }
+            if tried % 50 == 0 {
+                let cost = p.cost_percent(p.cost_of(&self.aud.sup));
+                trace(format_args!("cleanup: {tried} trials at {:.1}s, cost {cost:.3} %", t0.elapsed().as_secs_f64()));
             }
             crate::progress::solver_progress("cleanup", || {
                 format!(
