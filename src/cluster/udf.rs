@@ -170,9 +170,7 @@ impl RollUpUdf {
             Some(folder) => {
                 // The names of the part's chunk files, one a line.
                 let names = std::str::from_utf8(inputs).map_err(|e| format!("chunk names of part {part}: {e}"))?;
-                // Collected first, so that the merge knows how many chunks follow.
-                let names: Vec<String> = names.lines().map(str::to_string).collect();
-                PartInputs::Chunks(Box::new(names.into_iter().map(move |f| super::part_agg::read_chunk(folder, &f))))
+                PartInputs::Chunks(Box::new(names.lines().map(move |f| super::part_agg::read_chunk(folder, f))))
             }
         };
         let outcome = write_part(task, part, inputs).map_err(|e| e.to_string());

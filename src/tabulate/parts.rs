@@ -230,20 +230,8 @@ fn merge_chunks<const N: usize>(chunks: &mut dyn Iterator<Item = Result<Vec<u8>>
     let Decoded::Pairs(pairs) = &mut inputs else {
         return Err(Error::Internal("a part in several chunks of leaf cells".into()));
     };
-    // Chunks are about equal (a hash cuts them): reserve for all of them once, with an eighth
-    // to spare, rather than doubling the part's largest vectors (the totals part: every pair).
-    let grown = |n: usize| n.saturating_mul(2 + chunks.size_hint().0).saturating_add(n / 8);
-    let room = grown(pairs.len()).saturating_sub(pairs.len());
-    pairs.leaf.reserve(room);
-    pairs.contributor.reserve(room);
-    pairs.share.reserve(room);
-    let mut shards: std::collections::BTreeMap<u128, Vec<u32>> = first_shards
-        .into_iter()
-        .map(|mut s| {
-            s.idx.reserve(grown(s.idx.len()).saturating_sub(s.idx.len()));
-            (s.prefix, s.idx)
-        })
-        .collect();
+    let mut shards: std::collections::BTreeMap<u128, Vec<u32>> =
+        first_shards.into_iter().map(|s| (s.prefix, s.idx)).collect();
     let mut next_contributor = contributors_after(pairs, 0)?;
     for chunk in std::iter::once(second).chain(chunks) {
         let (more, more_shards) = decode::<N>(&chunk?)?;
