@@ -8,6 +8,8 @@
 #   TASKS = concurrent tasks per executor (default 1), EXEC_MEM_MB = each executor's
 #   --memory-limit-mb (default 1024), EXEC_THREADS = RAYON_NUM_THREADS of each executor (default
 #   TASKS), so that N executors are N single-thread workers whatever the machine.
+# The client's stage lines (records per leading node, routing, roll-up and writing of the parts) are
+# printed below each mode's line (its log is WORK_DIR/<mode>.log).
 # Every cluster mode starts its own scheduler and executors (peak RSS and work directories are
 # per mode) and stops them afterwards. The job's output dir is overridden with --out WORK_DIR/<mode>.
 set -euo pipefail
@@ -27,7 +29,7 @@ trap stop_all EXIT
 run_mode() { # mode, extra args...
   local mode=$1; shift
   rm -rf "${WORK:?}/$mode"
-  /usr/bin/time -f "%e %U %S %M" -o "$WORK/$mode.time" "$BIN" -q run "$JOB" --out "$WORK/$mode" "$@" \
+  /usr/bin/time -f "%e %U %S %M" -o "$WORK/$mode.time" "$BIN" run "$JOB" --out "$WORK/$mode" "$@" \
     2> "$WORK/$mode.log" || { echo "$mode: run failed (exit $?):"; tail -5 "$WORK/$mode.log"; return 0; }
   read -r wall user sys rss < "$WORK/$mode.time"
   local same="reference"
@@ -39,6 +41,8 @@ run_mode() { # mode, extra args...
   fi
   printf '%-11s wall %7.1f s  client user %7.1f s  sys %5.1f s  peak RSS %6.2f GB  %s\n' \
     "$mode" "$wall" "$user" "$sys" "$(echo "$rss / 1048576" | bc -l)" "$same"
+  # The client's stage lines: record counts, routing, roll-up and writing of the parts.
+  grep -E 'records per leading node|routed to|roll-up and writing' "$WORK/$mode.log" | grep 'done in' | sed 's/^/  /' || true
 }
 
 start_executor() { # name

@@ -3,20 +3,31 @@
 //!
 //! The client plans the parts from the number of records under each leading prefix
 //! ([`crate::tabulate::parts::plan_from_counts`]) and joins the pre-aggregation with a small
-//! route table (leading codes → the parts that need them); the query
+//! route table (leading codes → the parts that need them, with each part's number of chunks
+//! and first slot); the query
 //!
 //! ```sql
-//! SELECT part_id, sdc_route_pairs(arrow_cast('<task>', 'Dictionary(Int32, Utf8)'), part_id,
-//!                                  d0, …, d{k-1}, cid, v, rec, wt)
-//! FROM pairs JOIN routes … GROUP BY part_id
+//! SELECT slot, sdc_route_pairs(arrow_cast('<task>', 'Dictionary(Int32, Utf8)'), slot,
+//!                              d0, …, d{k-1}, cid, v, rec, wt)
+//! FROM (SELECT r.first + sdc_chunk(p.cid, r.chunks) AS slot, p.* FROM pairs p JOIN routes r …)
+//! GROUP BY slot
 //! ```
 //!
-//! sends each part's pairs to one task (Ballista shuffles by the group key), whose final step
-//! numbers the part's contributors, cuts the part's shards out of its pairs
-//! ([`crate::tabulate::parts::part_shards`]) and writes the part's payload to the run's
-//! scratch as the client used to (one Parquet file per part). `sdc_roll_up` then rolls the
-//! payloads up exactly as before, one single-stage task per file, so a killed roll-up task is
-//! simply run again elsewhere. The pairs never reach the client.
+//! sends each chunk of a part (its contributors with one hash, [`crate::tabulate::parts::chunk_of`])
+//! to one group of one task (Ballista shuffles by the group key), whose final step numbers the
+//! chunk's contributors, cuts the part's shards out of its pairs
+//! ([`crate::tabulate::parts::part_shards`]) and writes the chunk's payload to the run's
+//! scratch ([`chunk_file`]). `sdc_roll_up` then reads a part's chunk files ([`read_chunk`]),
+//! merges them ([`crate::tabulate::parts::roll_up_chunks`]: the chunks' contributors are
+//! disjoint) and rolls the part up exactly as before, one single-stage task per file of parts,
+//! so a killed roll-up task is simply run again elsewhere. The pairs never reach the client.
+//!
+//! Why chunks: a group's final state is one allocation of the executor's memory pool, which
+//! cannot spill; the part holding the leading variables' totals has every pair, so one group
+//! per part needed all pairs of the table in one reservation (1.09 GB at 60 M rows of the
+//! benchmark job, refused by a 1 GiB pool). With chunks of at most about
+//! [`crate::tabulate::parts::CHUNK_RECORDS`] records, no group is larger than ~64 MB, many
+//! groups share the final stage's tasks, and the aggregate can spill between groups.
 //!
 //! Determinism: a part's cells do not depend on the order its pairs arrive in nor on how its
 //! contributors are numbered (exact sums, multiset top-N), so any partitioning of the
@@ -26,11 +37,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray, UInt64Array};
 use arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, UInt64Type};
 use datafusion::common::{exec_err, Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
+};
 use datafusion::physical_plan::expressions::Literal;
 
 use super::udf::worker_identity;
@@ -38,7 +52,7 @@ use super::wire;
 use crate::error::Error;
 use crate::hierarchy::Hierarchy;
 use crate::tabulate::lattice::{Lattice, Pairs, Share};
-use crate::tabulate::parts::{pairs_payload, part_shards};
+use crate::tabulate::parts::{chunk_of, pairs_payload, part_shards};
 
 /// SQL name of the aggregate.
 pub const ROUTE_PAIRS: &str = "sdc_route_pairs";
@@ -57,13 +71,29 @@ pub struct RouteTask {
     /// The key of each part's first shard, in key order
     /// ([`crate::tabulate::parts::plan_from_counts`]).
     pub starts: Vec<u128>,
+    /// The first slot of each part: part `p`'s chunk `c` is slot `first[p] + c` (the group
+    /// key; [`crate::tabulate::parts::chunks_for`] chunks per part).
+    pub first: Vec<u64>,
     /// Where the payloads go: the scratch folder (a directory or an `s3://` prefix) that
-    /// `sdc_roll_up` reads, one `part-NNNNN.parquet` per part.
+    /// `sdc_roll_up` reads, one `part-NNNNN-CCCCC.parquet` per chunk of a part ([`chunk_file`]).
     pub folder: String,
 }
 
-/// `sdc_route_pairs(task, part_id, d0, …, d{k-1}, cid, v, rec, wt)` → `Utf8`: writes the
-/// payload of the part (see the module docs) and returns `"<pairs> <bytes> <worker>"`; `task`
+impl RouteTask {
+    /// The part and chunk of `slot`.
+    pub fn part_chunk(&self, slot: u64) -> Option<(usize, u64)> {
+        let part = self.first.partition_point(|&f| f <= slot).checked_sub(1)?;
+        (part < self.starts.len()).then(|| (part, slot - self.first[part]))
+    }
+}
+
+/// The scratch file of chunk `chunk` of part `part`.
+pub fn chunk_file(part: usize, chunk: u64) -> String {
+    format!("part-{part:05}-{chunk:05}.parquet")
+}
+
+/// `sdc_route_pairs(task, slot, d0, …, d{k-1}, cid, v, rec, wt)` → `Utf8`: writes the
+/// payload of the slot's chunk of a part (see the module docs) and returns `"<pairs> <bytes> <worker>"`; `task`
 /// is the table's [`RouteTask`] as a `Dictionary(Int32, Utf8)` literal ([`TASK_TYPE`]).
 ///
 /// Why a dictionary: DataFusion evaluates every argument of an aggregate to an array of the
@@ -104,7 +134,7 @@ fn routed(text: &str) -> Result<Arc<Routed>> {
         Ok(t) => t,
         Err(e) => return exec_err!("{ROUTE_PAIRS} on {}: {e}", worker_identity()),
     };
-    if task.starts.is_empty() {
+    if task.starts.is_empty() || task.first.len() != task.starts.len() {
         return exec_err!("{ROUTE_PAIRS}: a task without parts");
     }
     let lat = Lattice::new(&task.dims).map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
@@ -137,22 +167,22 @@ impl AggregateUDFImpl for RoutePairs {
         if args.exprs.len() != want {
             return exec_err!("{ROUTE_PAIRS}: {} arguments, expected {want}", args.exprs.len());
         }
-        Ok(Box::new(PartPairs { routed, part: None, buf: Vec::new() }))
+        Ok(Box::new(PartPairs { routed, slot: None, buf: Vec::new() }))
     }
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(vec![
             Arc::new(Field::new(format!("{}_pairs", args.name), DataType::LargeBinary, true)),
-            Arc::new(Field::new(format!("{}_part", args.name), DataType::UInt64, true)),
+            Arc::new(Field::new(format!("{}_slot", args.name), DataType::UInt64, true)),
         ])
     }
 }
 
-/// The pairs of one part: `(leaf key u128, value i128, weight i128, records u64, contributor
-/// length u32, contributor bytes)` each, little-endian.
+/// The pairs of one chunk of a part (its slot): `(leaf key u128, value i128, weight i128,
+/// records u64, contributor length u32, contributor bytes)` each, little-endian.
 #[derive(Debug)]
 struct PartPairs {
     routed: Arc<Routed>,
-    part: Option<u64>,
+    slot: Option<u64>,
     buf: Vec<u8>,
 }
 
@@ -179,7 +209,7 @@ impl Accumulator for PartPairs {
             if parts.is_null(r) || cid.is_null(r) || codes.iter().any(|c| c.is_null(r)) {
                 return exec_err!("{ROUTE_PAIRS}: NULL input");
             }
-            self.part.get_or_insert(parts.value(r));
+            self.slot.get_or_insert(parts.value(r));
             for (d, h) in dims.iter().enumerate() {
                 let code = codes[d].value(r);
                 match h.index(code) {
@@ -199,7 +229,7 @@ impl Accumulator for PartPairs {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::LargeBinary(Some(std::mem::take(&mut self.buf))), ScalarValue::UInt64(self.part)])
+        Ok(vec![ScalarValue::LargeBinary(Some(std::mem::take(&mut self.buf))), ScalarValue::UInt64(self.slot)])
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
@@ -207,7 +237,7 @@ impl Accumulator for PartPairs {
         let parts = states[1].as_primitive::<UInt64Type>();
         for r in 0..bufs.len() {
             if !parts.is_null(r) {
-                self.part.get_or_insert(parts.value(r));
+                self.slot.get_or_insert(parts.value(r));
             }
             if !bufs.is_null(r) {
                 self.buf.extend_from_slice(bufs.value(r));
@@ -217,19 +247,22 @@ impl Accumulator for PartPairs {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let Some(part) = self.part else { return exec_err!("{ROUTE_PAIRS}: a part without pairs") };
+        let Some(slot) = self.slot else { return exec_err!("{ROUTE_PAIRS}: a part without pairs") };
+        let Routed { task, lat } = self.routed.as_ref();
+        let Some((part, chunk)) = task.part_chunk(slot) else {
+            return exec_err!("{ROUTE_PAIRS}: slot {slot} of no part");
+        };
         let pairs = match decode(&std::mem::take(&mut self.buf)) {
             Ok(p) => p,
             Err(e) => return exec_err!("{ROUTE_PAIRS} on {}: {e}", worker_identity()),
         };
-        let Routed { task, lat } = self.routed.as_ref();
         let n = pairs.len();
-        let shards = part_shards(lat, &task.starts, part as usize, &pairs.leaf);
+        let shards = part_shards(lat, &task.starts, part, &pairs.leaf);
         let payload = pairs_payload(&pairs, shards);
         drop(pairs);
-        let written = super::roll_up::part_file(part as usize, payload).and_then(|bytes| {
+        let written = super::roll_up::part_file(part, payload).and_then(|bytes| {
             let len = bytes.len();
-            put(&task.folder, &format!("part-{part:05}.parquet"), bytes).map(|()| len)
+            put(&task.folder, &chunk_file(part, chunk), bytes).map(|()| len)
         });
         match written {
             Ok(len) => Ok(ScalarValue::Utf8(Some(format!("{n} {len} {}", worker_identity())))),
@@ -264,6 +297,94 @@ fn put(folder: &str, file: &str, bytes: Vec<u8>) -> crate::error::Result<()> {
     std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
     let to = dir.join(file);
     std::fs::rename(&tmp, &to).map_err(|e| Error::io(&to, e))
+}
+
+/// Reads `folder/file` (a directory or an `s3://` prefix), written by [`put`].
+fn get(folder: &str, file: &str) -> crate::error::Result<Vec<u8>> {
+    let folder = folder.trim_end_matches('/');
+    if folder.starts_with("s3://") {
+        let store = crate::store::s3_store(folder)?.ok_or_else(|| Error::Internal(format!("no store for {folder}")))?;
+        let url = url::Url::parse(folder).map_err(|e| Error::data(folder, e.to_string()))?;
+        let key = object_store::path::Path::from(format!("{}/{file}", url.path().trim_matches('/')).as_str());
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| Error::Internal(e.to_string()))?;
+        let store_err =
+            |e: object_store::Error| Error::Store { url: format!("{folder}/{file}"), message: e.to_string() };
+        return tokio::task::block_in_place(|| {
+            handle.block_on(async {
+                let got = object_store::ObjectStoreExt::get(store.as_ref(), &key).await.map_err(store_err)?;
+                got.bytes().await.map_err(store_err)
+            })
+        })
+        .map(|b| b.to_vec());
+    }
+    let path = std::path::Path::new(folder).join(file);
+    std::fs::read(&path).map_err(|e| Error::io(&path, e))
+}
+
+/// The payload of one chunk of a part, from its scratch file (`folder/file`: one row
+/// `(part_id, inputs)`, [`super::roll_up::part_file`]).
+pub fn read_chunk(folder: &str, file: &str) -> crate::error::Result<Vec<u8>> {
+    let bytes = bytes::Bytes::from(get(folder, file)?);
+    let broken = |e: String| Error::Internal(format!("chunk {folder}/{file}: {e}"));
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .and_then(|b| b.build())
+        .map_err(|e| broken(e.to_string()))?;
+    let mut payload: Option<Vec<u8>> = None;
+    for batch in reader {
+        let batch = batch.map_err(|e| broken(e.to_string()))?;
+        let col = batch.column_by_name("inputs").ok_or_else(|| broken("no column `inputs`".into()))?;
+        let col = arrow::compute::cast(col, &DataType::LargeBinary).map_err(|e| broken(e.to_string()))?;
+        let col = col.as_binary::<i64>();
+        for r in 0..col.len() {
+            if payload.is_some() || col.is_null(r) {
+                return Err(broken("not one payload".into()));
+            }
+            payload = Some(col.value(r).to_vec());
+        }
+    }
+    payload.ok_or_else(|| broken("no payload".into()))
+}
+
+/// SQL name of the function that picks a contributor's chunk of a part.
+pub const CHUNK: &str = "sdc_chunk";
+
+/// `sdc_chunk(contributor, chunks UInt64)` → `UInt64`: the chunk of a part that the
+/// contributor's pairs go to ([`crate::tabulate::parts::chunk_of`] of its text).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ChunkUdf {
+    signature: Signature,
+}
+
+impl ChunkUdf {
+    /// The function, ready to register.
+    pub fn udf() -> Arc<ScalarUDF> {
+        Arc::new(ScalarUDF::from(Self { signature: Signature::any(2, Volatility::Immutable) }))
+    }
+}
+
+impl ScalarUDFImpl for ChunkUdf {
+    fn name(&self) -> &str {
+        CHUNK
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::UInt64)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let cid = utf8(&arrays[0])?;
+        let cid = cid.as_string::<i32>();
+        let chunks = arrow::compute::cast(&arrays[1], &DataType::UInt64)?;
+        let chunks = chunks.as_primitive::<UInt64Type>();
+        if cid.null_count() > 0 || chunks.null_count() > 0 {
+            return exec_err!("{CHUNK}: NULL input");
+        }
+        let out: UInt64Array =
+            (0..cid.len()).map(|r| chunk_of(cid.value(r).as_bytes(), chunks.value(r))).collect::<Vec<_>>().into();
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
 }
 
 /// The pairs of a state buffer, contributors numbered in order of appearance (only equality

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, AsArray, LargeBinaryArray, RecordBatch, StringArray, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 
-use super::part_agg::{RouteTask, ROUTE_PAIRS, TASK_TYPE};
-use super::ship::{is_distributed, parquet_bytes, partition_results, query_partitions, Executor};
+use super::part_agg::{self, RouteTask, CHUNK, ROUTE_PAIRS, TASK_TYPE};
+use super::ship::{is_distributed, parquet_bytes, query_partitions, sparse_partition_results, Executor};
 use super::udf::ROLL_UP;
 use super::wire::{self, Solved};
 use crate::error::{Error, Result};
@@ -60,7 +60,8 @@ pub struct RoutedInputs {
     /// every part that needs it: the table's pairs × up to the leading chains' product).
     pub routed_pairs: u64,
     /// Rows the client received for the table's tabulation and roll-up: one per leading
-    /// combination of codes (the counts) and two per part (its routing and its summary).
+    /// combination of codes (the counts), one per chunk of a part (its routing) and one per
+    /// part (its summary).
     pub rows_to_client: u64,
 }
 
@@ -95,11 +96,12 @@ pub async fn roll_up_table(
     if parts == 0 {
         return Ok(None);
     }
-    roll_up_payloads(executor, staging, query, safety, empty.dims, &name, parts, progress, None).await.map(Some)
+    roll_up_payloads(executor, staging, query, safety, empty.dims, &name, parts, progress, None, None).await.map(Some)
 }
 
 /// Rolls up the `parts` payloads in the scratch folder `name` (`sdc_roll_up`, one task per
-/// file), then checks and commits the parts.
+/// file), then checks and commits the parts; with `chunks` (the folder of the routed parts'
+/// chunk files) the rows of `name` hold the names of each part's chunk files instead.
 #[allow(clippy::too_many_arguments)]
 async fn roll_up_payloads(
     executor: &Executor,
@@ -111,6 +113,7 @@ async fn roll_up_payloads(
     parts: usize,
     progress: &Progress,
     routed: Option<RoutedInputs>,
+    chunks: Option<String>,
 ) -> Result<PartedTable> {
     let (ctx, scratch) = (&executor.ctx, executor.scratch.as_ref());
     let root = staging.parts_root()?;
@@ -120,6 +123,7 @@ async fn roll_up_payloads(
         layout: PartLayout { dims: dims.clone(), top_n: query.top_n, weighted: query.weight.is_some() },
         safety: safety.text.clone(),
         root: root.clone(),
+        chunks,
     };
     let header = wire::encode(&task).map_err(Error::Internal)?.replace('\'', "''");
     let sql = format!(
@@ -172,10 +176,11 @@ async fn commit(
 /// number of records under each combination of codes of the shards' leading variables, plans
 /// the parts from those counts ([`parts::plan_from_counts`]: the plan the pairs give), writes
 /// a route table (leading codes → parts that need them) to the scratch, and runs
-/// `SELECT part_id, sdc_route_pairs(…) FROM pairs JOIN routes … GROUP BY part_id`: each
-/// part's pairs meet in one task, which writes the part's payload to the scratch
-/// ([`super::part_agg`]); the payloads are then rolled up as the client's would be. The client
-/// holds the counts and two short rows per part.
+/// `SELECT slot, sdc_route_pairs(…) FROM pairs JOIN routes … GROUP BY slot`: the pairs of
+/// each chunk of a part (its contributors of one hash) meet in one task, which writes the
+/// chunk's payload to the scratch ([`super::part_agg`]); each roll-up task then reads its
+/// parts' chunk files and rolls them up as the client's payloads would be. The client holds
+/// the counts, a short row per chunk and one per part.
 async fn roll_up_routed(
     executor: &Executor,
     staging: &mut Staging,
@@ -213,77 +218,147 @@ async fn roll_up_routed(
     progress.detail(&format!("{}: {records} records in {n} parts, planned from {} counts", query.name, counts.len()));
 
     // The route table: each combination of leading codes with every part that needs its pairs.
+    // Per part: the records routed to it (each once: they bound its pairs, hence its chunks),
+    // and the records of its shards summed (a record counts in each shard of the part that
+    // holds it: the roll-up's work, which orders the parts across the roll-up tasks).
     let mut route_codes: Vec<Vec<&str>> = vec![Vec::new(); split];
     let mut route_parts: Vec<u64> = Vec::new();
+    let mut part_records = vec![0u64; n];
+    let mut work = vec![0u64; n];
     for (i, &p) in prefixes.iter().enumerate() {
         for part in parts::parts_of(&lat, &starts, p) {
             for (d, c) in route_codes.iter_mut().enumerate() {
                 c.push(&codes[d][i]);
             }
             route_parts.push(part as u64);
+            part_records[part] += counts[i];
         }
+        lat.each_prefix_ancestor(p, &mut |shard| work[parts::part_of(&starts, shard)] += counts[i]);
     }
+    // Each part's pairs are cut by contributor into chunks, each its own aggregate group
+    // ("slot") and payload file: no group holds more than about `CHUNK_RECORDS` pairs.
+    let per_chunk = chunk_records();
+    let chunks: Vec<u64> = part_records.iter().map(|&r| parts::chunks_for(r, per_chunk)).collect();
+    let first: Vec<u64> = chunks.iter().scan(0u64, |acc, &c| Some(std::mem::replace(acc, *acc + c))).collect();
+    let slots = (first[n - 1] + chunks[n - 1]) as usize;
+    let route_chunks: Vec<u64> = route_parts.iter().map(|&p| chunks[p as usize]).collect();
+    let route_first: Vec<u64> = route_parts.iter().map(|&p| first[p as usize]).collect();
     let routes = scratch_name(query, "routes");
-    scratch.put(&routes, "routes.parquet", routes_file(&route_codes, &route_parts)?).await?;
+    scratch
+        .put(&routes, "routes.parquet", routes_file(&route_codes, &route_parts, &route_chunks, &route_first)?)
+        .await?;
     drop(route_codes);
 
-    // Each part's pairs meet in one task, which writes the part's payload to the scratch.
+    // Each chunk's pairs meet in one task, which writes the chunk's payload to the scratch.
     let name = scratch_name(query, "parts");
     let folder = scratch.location(&name);
-    let task = RouteTask { table: query.name.clone(), dims: dims.clone(), starts, folder };
+    let task = RouteTask { table: query.name.clone(), dims: dims.clone(), starts, first: first.clone(), folder };
     let header = wire::encode(&task).map_err(Error::Internal)?.replace('\'', "''");
-    let dargs: Vec<String> = (0..dims.len()).map(|i| format!("p.d{i}")).collect();
+    let dargs: Vec<String> = (0..dims.len()).map(|i| format!("d{i}")).collect();
+    let dsel: Vec<String> = (0..dims.len()).map(|i| format!("p.d{i}")).collect();
     let on: Vec<String> = (0..split).map(|i| format!("p.d{i} = r.r{i}")).collect();
     let sql = format!(
-        "SELECT r.part_id, {ROUTE_PAIRS}(arrow_cast('{header}', '{TASK_TYPE}'), r.part_id, {d}, p.cid, p.v, p.rec, p.wt) AS outcome \
-         FROM ({pairs_sql}) p JOIN \"{routes}\" r ON {on} GROUP BY r.part_id",
+        "SELECT slot, {ROUTE_PAIRS}(arrow_cast('{header}', '{TASK_TYPE}'), slot, {d}, cid, v, rec, wt) AS outcome \
+         FROM (SELECT r.first + {CHUNK}(p.cid, r.chunks) AS slot, {dsel}, p.cid, p.v, p.rec, p.wt \
+         FROM ({pairs_sql}) p JOIN \"{routes}\" r ON {on}) GROUP BY slot",
         d = dargs.join(", "),
+        dsel = dsel.join(", "),
         on = on.join(" AND ")
     );
     let location = scratch.location(&routes);
     ctx.register_parquet(&routes, &location, datafusion::prelude::ParquetReadOptions::default())
         .await
         .map_err(|e| Error::data(&location, format!("part routes: {e}")))?;
-    let stage = progress.stage(&format!("{}: contributions routed to {n} parts", query.name), 1);
-    let routed = partition_results(ctx, &routes, ROUTE_PAIRS, &sql, n).await;
+    let stage = progress.stage(&format!("{}: contributions routed to {n} parts in {slots} chunks", query.name), 1);
+    let routed = sparse_partition_results(ctx, &routes, ROUTE_PAIRS, &sql, slots).await;
     let _ = ctx.deregister_table(routes.as_str());
     let routed = routed.map_err(|e| Error::Engine(format!("routing the pairs of table `{}`: {e}", query.name)))?;
     stage.finish();
-    // Every part holds at least one pair (its shards are nonempty).
+    // Every part holds at least one pair (its shards are nonempty); a chunk may be empty.
     let mut pairs = 0u64;
-    for (i, r) in routed.iter().enumerate() {
+    let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
+    let mut returned = 0u64;
+    for (slot, r) in routed.iter().enumerate() {
+        let Some(r) = r else { continue };
+        let (part, chunk) = task.part_chunk(slot as u64).expect("slots are below the last part's end");
         match r.split(' ').next().and_then(|x| x.parse::<u64>().ok()) {
             Some(p) if p > 0 => pairs += p,
-            _ => return Err(Error::Internal(format!("table `{}`: part {i} routed {r:?}", query.name))),
+            _ => {
+                return Err(Error::Internal(format!(
+                    "table `{}`: chunk {chunk} of part {part} routed {r:?}",
+                    query.name
+                )))
+            }
         }
+        names[part].push(part_agg::chunk_file(part, chunk));
+        returned += 1;
     }
-    let inputs = RoutedInputs { records, routed_pairs: pairs, rows_to_client: (counts.len() + 2 * n) as u64 };
-    roll_up_payloads(executor, staging, query, safety, dims, &name, n, progress, Some(inputs)).await.map(Some)
+    if let Some(part) = names.iter().position(Vec::is_empty) {
+        return Err(Error::Internal(format!("table `{}`: part {part} routed no pairs", query.name)));
+    }
+    let inputs =
+        RoutedInputs { records, routed_pairs: pairs, rows_to_client: counts.len() as u64 + returned + n as u64 };
+
+    // The roll-up reads a list of each part's chunk files: parts spread over the roll-up tasks
+    // (files) by their work, heaviest first, each to the least loaded file so far.
+    let index = scratch_name(query, "roll_up");
+    let files = ctx.state().config().target_partitions().clamp(1, n);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&p| (std::cmp::Reverse(work[p]), p));
+    let mut load = vec![0u64; files];
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); files];
+    for p in order {
+        let f = (0..files).min_by_key(|&f| (load[f], f)).expect("at least one file");
+        load[f] += work[p];
+        rows[f].push(p);
+    }
+    for (f, parts) in rows.iter().enumerate() {
+        let lists: Vec<String> = parts.iter().map(|&p| names[p].join("\n")).collect();
+        let lists: Vec<&[u8]> = lists.iter().map(|l| l.as_bytes()).collect();
+        let ids: Vec<u64> = parts.iter().map(|&p| p as u64).collect();
+        scratch.put(&index, &format!("part-{f:05}.parquet"), index_file(&ids, &lists)?).await?;
+    }
+    roll_up_payloads(executor, staging, query, safety, dims, &index, n, progress, Some(inputs), Some(task.folder))
+        .await
+        .map(Some)
 }
 
-/// The route table's file: `r0, …` (leading codes) and `part_id`, one row per (combination,
-/// part).
-fn routes_file(codes: &[Vec<&str>], parts: &[u64]) -> Result<Vec<u8>> {
+/// Records per chunk of a routed part: [`parts::CHUNK_RECORDS`], or the environment variable
+/// `SDCFLOW_CHUNK_RECORDS` (tests and benchmarks: more, smaller chunks; chunks never change an
+/// output).
+fn chunk_records() -> u64 {
+    std::env::var("SDCFLOW_CHUNK_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(parts::CHUNK_RECORDS).max(1)
+}
+
+/// The route table's file: `r0, …` (leading codes), `part_id`, the part's `chunks` and its
+/// `first` slot, one row per (combination, part).
+fn routes_file(codes: &[Vec<&str>], parts: &[u64], chunks: &[u64], first: &[u64]) -> Result<Vec<u8>> {
     let mut fields: Vec<Field> = (0..codes.len()).map(|i| Field::new(format!("r{i}"), DataType::Utf8, false)).collect();
-    fields.push(Field::new("part_id", DataType::UInt64, false));
+    for c in ["part_id", "chunks", "first"] {
+        fields.push(Field::new(c, DataType::UInt64, false));
+    }
     let schema = Arc::new(Schema::new(fields));
     let mut columns: Vec<ArrayRef> = codes.iter().map(|c| Arc::new(StringArray::from(c.clone())) as ArrayRef).collect();
-    columns.push(Arc::new(UInt64Array::from(parts.to_vec())));
+    for c in [parts, chunks, first] {
+        columns.push(Arc::new(UInt64Array::from(c.to_vec())));
+    }
     parquet_bytes(&RecordBatch::try_new(schema, columns)?)
 }
 
 /// One part's scratch file: a single row `(part_id, inputs)`.
 pub(crate) fn part_file(part: usize, inputs: Vec<u8>) -> Result<Vec<u8>> {
+    index_file(&[part as u64], &[inputs.as_slice()])
+}
+
+/// Rows `(part_id, inputs)`: payloads, or the names of a part's chunk files.
+fn index_file(parts: &[u64], inputs: &[&[u8]]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("part_id", DataType::UInt64, false),
         Field::new("inputs", DataType::LargeBinary, false),
     ]));
     let batch = RecordBatch::try_new(
         schema,
-        vec![
-            Arc::new(UInt64Array::from(vec![part as u64])),
-            Arc::new(LargeBinaryArray::from_vec(vec![inputs.as_slice()])),
-        ],
+        vec![Arc::new(UInt64Array::from(parts.to_vec())), Arc::new(LargeBinaryArray::from_vec(inputs.to_vec()))],
     )?;
     parquet_bytes(&batch)
 }

@@ -342,6 +342,22 @@ pub(crate) async fn partition_results(
     sql: &str,
     n: usize,
 ) -> Result<Vec<String>> {
+    sparse_partition_results(ctx, name, func, sql, n)
+        .await?
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| o.ok_or_else(|| Error::Internal(format!("solver partition {i} returned no result"))))
+        .collect()
+}
+
+/// [`partition_results`] where a partition may return nothing (`None`): each at most once.
+pub(crate) async fn sparse_partition_results(
+    ctx: &SessionContext,
+    name: &str,
+    func: &str,
+    sql: &str,
+    n: usize,
+) -> Result<Vec<Option<String>>> {
     let attempts = if is_distributed(ctx) { QUERY_ATTEMPTS } else { 1 };
     let mut attempt = 1;
     let result = loop {
@@ -374,10 +390,7 @@ pub(crate) async fn partition_results(
             *slot = Some(outcomes.value(r).to_string());
         }
     }
-    out.into_iter()
-        .enumerate()
-        .map(|(i, o)| o.ok_or_else(|| Error::Internal(format!("solver partition {i} returned no result"))))
-        .collect()
+    Ok(out)
 }
 
 /// How often a solver query is submitted to a Ballista cluster before its error is final.

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use super::wire::{self, Solved, Wire};
 use crate::microagg::nominal_stratum::{anonymise_stratum, NominalStratumOutcome, NominalStratumTask};
 use crate::microagg::{StratumOutcome, StratumTask};
-use crate::publish::parts::{write_part, PartTask};
+use crate::publish::parts::{write_part, PartInputs, PartTask};
 use crate::suppress::{
     solve_table_task, solve_task, SubtableOutcome, SubtableTask, SuppressError, TableOutcome, TableTask,
 };
@@ -117,6 +117,7 @@ impl ScalarUDFImpl for ScanDelayUdf {
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     let mut all = PartitionUdf::all();
     all.push(RollUpUdf::udf());
+    all.push(super::part_agg::ChunkUdf::udf());
     all.push(ScanDelayUdf::udf());
     all
 }
@@ -164,6 +165,14 @@ impl RollUpUdf {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
         let t0 = std::time::Instant::now();
+        let inputs = match &task.chunks {
+            None => PartInputs::Payload(inputs),
+            Some(folder) => {
+                // The names of the part's chunk files, one a line.
+                let names = std::str::from_utf8(inputs).map_err(|e| format!("chunk names of part {part}: {e}"))?;
+                PartInputs::Chunks(Box::new(names.lines().map(move |f| super::part_agg::read_chunk(folder, f))))
+            }
+        };
         let outcome = write_part(task, part, inputs).map_err(|e| e.to_string());
         if let (true, Ok(s)) = (TEST_TAMPER.load(Ordering::Relaxed), &outcome) {
             // Publishes one more line than the part reports.

@@ -823,6 +823,8 @@ pub struct WirePartTask {
     weighted: bool,
     safety: String,
     root: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chunks: Option<String>,
 }
 
 impl Wire for PartTask {
@@ -838,6 +840,7 @@ impl Wire for PartTask {
             weighted: self.layout.weighted,
             safety: self.safety.clone(),
             root: self.root.clone(),
+            chunks: self.chunks.clone(),
         })
     }
     fn from_repr(w: WirePartTask) -> Result<Self, String> {
@@ -848,6 +851,7 @@ impl Wire for PartTask {
             layout: PartLayout { dims, top_n: w.top_n, weighted: w.weighted },
             safety: w.safety,
             root: w.root,
+            chunks: w.chunks,
         })
     }
 }
@@ -860,6 +864,7 @@ pub struct WireRouteTask {
     dims: Vec<WireHierarchy>,
     /// The parts' first shard keys, in decimal (JSON numbers do not hold 128 bits everywhere).
     starts: Vec<String>,
+    first: Vec<u64>,
     folder: String,
 }
 
@@ -872,13 +877,15 @@ impl Wire for RouteTask {
             table: self.table.clone(),
             dims: self.dims.iter().map(WireHierarchy::of).collect(),
             starts: self.starts.iter().map(u128::to_string).collect(),
+            first: self.first.clone(),
             folder: self.folder.clone(),
         })
     }
     fn from_repr(w: WireRouteTask) -> Result<Self, String> {
         let dims = w.dims.into_iter().map(WireHierarchy::rebuild).collect::<Result<Vec<_>, _>>()?;
         let starts = w.starts.iter().map(|s| s.parse::<u128>().map_err(|e| format!("part start {s:?}: {e}")));
-        Ok(RouteTask { table: w.table, dims, starts: starts.collect::<Result<_, _>>()?, folder: w.folder })
+        let starts = starts.collect::<Result<_, _>>()?;
+        Ok(RouteTask { table: w.table, dims, starts, first: w.first, folder: w.folder })
     }
 }
 
@@ -1079,6 +1086,7 @@ mod golden {
             layout: PartLayout { dims: vec![geo], top_n: 2, weighted: true },
             safety: "NK(1,85)|FREQ(3,10)".into(),
             root: "/out/.staging".into(),
+            chunks: None,
         };
         let mut status_counts = BTreeMap::new();
         status_counts.insert("U", 2);
@@ -1109,14 +1117,24 @@ mod golden {
             table: "t".into(),
             dims: part_task.layout.dims.clone(),
             starts: vec![0, 1 << 70, u128::MAX],
+            first: vec![0, 3, 4],
             folder: "s3://b/scratch/x".into(),
         };
+        assert_eq!(
+            (route.part_chunk(0), route.part_chunk(2), route.part_chunk(3)),
+            (Some((0, 0)), Some((0, 2)), Some((1, 0)))
+        );
+        assert_eq!((route.part_chunk(4), route.part_chunk(9)), (Some((2, 0)), Some((2, 5))));
         let back = decode::<RouteTask>(&encode(&route).unwrap()).unwrap();
         assert_eq!(
-            (back.starts, back.folder, back.dims[0].nodes()),
-            (route.starts, route.folder, route.dims[0].nodes())
+            (back.starts, back.first, back.folder, back.dims[0].nodes()),
+            (route.starts, route.first, route.folder, route.dims[0].nodes())
         );
+        let chunked = PartTask { chunks: Some("/scratch/__sdc_t_parts".into()), ..part_task.clone() };
+        let back: PartTask = decode(&encode(&chunked).unwrap()).unwrap();
+        assert_eq!(back.chunks, chunked.chunks);
         let back: PartTask = decode(&encode(&part_task).unwrap()).unwrap();
+        assert_eq!(back.chunks, None);
         assert_eq!(back.layout.dims[0].nodes(), part_task.layout.dims[0].nodes());
         assert_eq!((back.table.as_str(), back.layout.weighted), (part_task.table.as_str(), true));
         let s = w(Ok::<_, String>(part_summary.clone()), "exec-5");

@@ -27,7 +27,7 @@ use super::staging::OUTPUT_MARKER;
 use super::table::{LevelTally, TableWriter, Tally, CONFIDENTIAL, PUBLISH};
 use crate::error::{Error, Result};
 use crate::rules::{assess, Safety};
-use crate::tabulate::parts::{roll_up_part, PartLayout};
+use crate::tabulate::parts::{roll_up_chunks, roll_up_part, PartLayout};
 
 /// Directory below the staging directory where tasks write unfinished parts.
 pub const PARTS_TMP: &str = ".sdcflow-parts-tmp";
@@ -57,6 +57,19 @@ pub struct PartTask {
     pub safety: String,
     /// The run's staging directory (absolute): where the part files go.
     pub root: String,
+    /// Where the chunk files of routed parts are (a scratch directory or `s3://` prefix): when
+    /// set, a part's inputs are the names of its chunk files, one a line
+    /// ([`crate::cluster::part_agg`]); otherwise they are the part's payload.
+    pub chunks: Option<String>,
+}
+
+/// The inputs of one part: its payload, or its chunks' payloads (disjoint contributors,
+/// [`crate::tabulate::parts::roll_up_chunks`]), read one at a time.
+pub enum PartInputs<'a> {
+    /// The part's payload ([`crate::tabulate::parts::plan_parts`]).
+    Payload(&'a [u8]),
+    /// The payloads of the part's chunks.
+    Chunks(Box<dyn Iterator<Item = Result<Vec<u8>>> + 'a>),
 }
 
 /// What writing a part gave: its files with their sizes, and its report figures.
@@ -74,7 +87,7 @@ pub struct PartSummary {
 
 /// Rolls up part `part` of table `task` from its payload `data`, applies the primary rules and
 /// writes its two files into the staging directory (privately, then renamed into place).
-pub fn write_part(task: &PartTask, part: usize, data: &[u8]) -> Result<PartSummary> {
+pub fn write_part(task: &PartTask, part: usize, inputs: PartInputs<'_>) -> Result<PartSummary> {
     if task.root.starts_with("s3://") {
         // Written here, then uploaded below the run's prefix (one PUT per file: atomic).
         let local = tempfile::Builder::new()
@@ -83,7 +96,7 @@ pub fn write_part(task: &PartTask, part: usize, data: &[u8]) -> Result<PartSumma
             .map_err(|e| Error::io(std::env::temp_dir(), e))?;
         std::fs::write(local.path().join(OUTPUT_MARKER), "").map_err(|e| Error::io(local.path(), e))?;
         let here = PartTask { root: local.path().display().to_string(), ..task.clone() };
-        let summary = write_part(&here, part, data)?;
+        let summary = write_part(&here, part, inputs)?;
         let store = crate::store::s3_store(&task.root)?.ok_or_else(|| Error::Internal("no store".into()))?;
         let prefix = url::Url::parse(&task.root).map_err(|e| Error::data(&task.root, e.to_string()))?;
         let prefix = prefix.path().trim_matches('/').to_string();
@@ -120,7 +133,11 @@ pub fn write_part(task: &PartTask, part: usize, data: &[u8]) -> Result<PartSumma
     let (pq, csv) = (tmp.join("cells.parquet"), tmp.join("published.csv"));
     let l = &task.layout;
     let mut writer = TableWriter::create_at(pq.clone(), csv.clone(), &task.explanatory, &l.dims, l.weighted)?;
-    roll_up_part(l, data, &mut |cells| writer.write(&assess(&safety, cells)))?;
+    let mut sink = |cells| writer.write(&assess(&safety, cells));
+    match inputs {
+        PartInputs::Payload(data) => roll_up_part(l, data, &mut sink)?,
+        PartInputs::Chunks(mut chunks) => roll_up_chunks(l, &mut chunks, &mut sink)?,
+    }
     let tally = writer.finish()?;
     let mut files = Vec::with_capacity(2);
     for (from, rel) in [pq, csv].into_iter().zip(part_files(&task.table, part)) {
@@ -315,6 +332,7 @@ mod tests {
             layout: layout.clone(),
             safety: "FREQ(3,10)".into(),
             root: root.display().to_string(),
+            chunks: None,
         };
         let mut payloads = Vec::new();
         let n = plan_parts::<2>(&lat, &Inputs::Pairs(&pairs), 1, &mut |_, p| {
@@ -323,8 +341,11 @@ mod tests {
         })
         .unwrap();
         assert!(n >= 3, "{n} parts");
-        let summaries: Vec<(PartSummary, String)> =
-            payloads.iter().enumerate().map(|(i, p)| (write_part(&task, i, p).unwrap(), "w".to_string())).collect();
+        let summaries: Vec<(PartSummary, String)> = payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (write_part(&task, i, PartInputs::Payload(p)).unwrap(), "w".to_string()))
+            .collect();
         // A killed task's leftovers are removed, not published.
         std::fs::create_dir_all(root.join(PARTS_TMP).join("dead")).unwrap();
         let merged = check_parts(root, "t", n, &summaries).unwrap();

@@ -167,6 +167,99 @@ pub fn pairs_payload(pairs: &Pairs, shards: Vec<Shard>) -> Vec<u8> {
     encode::<2>(&Inputs::Pairs(pairs), shards)
 }
 
+/// Records routed to one chunk of a part, on average, at most: a routed part's pairs are
+/// split by contributor into `⌈records / CHUNK_RECORDS⌉` chunks ([`chunks_for`]), each
+/// assembled by its own aggregate group and written as its own payload file, so that no
+/// executor holds a whole part (the part of the leading totals has every pair) as one
+/// allocation. 1 Mi records is at most 1 Mi pairs, about 64 MB of aggregate state.
+pub const CHUNK_RECORDS: u64 = 1 << 20;
+
+/// Number of chunks of a routed part whose pairs come from `records` records, at most about
+/// `per_chunk` records a chunk (≥ 1).
+pub fn chunks_for(records: u64, per_chunk: u64) -> u64 {
+    records.div_ceil(per_chunk.max(1)).max(1)
+}
+
+/// The chunk (`0..chunks`) of a part that a contributor's pairs go to: FNV-1a of the
+/// contributor's text, so a contributor's pairs are all in one chunk of a part and the chunks'
+/// contributors are disjoint ([`roll_up_chunks`] numbers them apart). The same on every
+/// machine; which chunk a pair is in never changes a cell.
+pub fn chunk_of(contributor: &[u8], chunks: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in contributor {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h % chunks.max(1)
+}
+
+/// Rolls up a part that arrives as several payloads over *disjoint contributors* (chunks
+/// [`chunk_of`], each [`pairs_payload`] of its pairs and the part's shards over them) and
+/// hands its cells to `sink` in key order: the pairs are concatenated with their contributors
+/// numbered apart, and each shard gets the pairs of every chunk, so the cells are those of the
+/// part's single payload. One chunk is rolled up as it is (any kind of payload).
+pub fn roll_up_chunks(
+    layout: &PartLayout,
+    chunks: &mut dyn Iterator<Item = Result<Vec<u8>>>,
+    sink: &mut super::CellSink<'_>,
+) -> Result<()> {
+    match layout.top_n {
+        0..=2 => roll_up_chunks_with::<2>(layout, chunks, sink),
+        3..=4 => roll_up_chunks_with::<4>(layout, chunks, sink),
+        _ => roll_up_chunks_with::<8>(layout, chunks, sink),
+    }
+}
+
+fn roll_up_chunks_with<const N: usize>(
+    layout: &PartLayout,
+    chunks: &mut dyn Iterator<Item = Result<Vec<u8>>>,
+    sink: &mut super::CellSink<'_>,
+) -> Result<()> {
+    let (inputs, shards) = merge_chunks::<N>(chunks)?;
+    roll_up_decoded(layout, inputs, shards, sink)
+}
+
+/// The inputs and shards of a part from its chunks (see [`roll_up_chunks`]); each chunk's
+/// bytes are dropped once decoded.
+fn merge_chunks<const N: usize>(chunks: &mut dyn Iterator<Item = Result<Vec<u8>>>) -> Result<(Decoded<N>, Vec<Shard>)> {
+    let Some(first) = chunks.next() else {
+        return Err(Error::Internal("a part without chunks".into()));
+    };
+    let (mut inputs, first_shards) = decode::<N>(&first?)?;
+    let Some(second) = chunks.next() else { return Ok((inputs, first_shards)) };
+    let Decoded::Pairs(pairs) = &mut inputs else {
+        return Err(Error::Internal("a part in several chunks of leaf cells".into()));
+    };
+    let mut shards: std::collections::BTreeMap<u128, Vec<u32>> =
+        first_shards.into_iter().map(|s| (s.prefix, s.idx)).collect();
+    let mut next_contributor = contributors_after(pairs, 0)?;
+    for chunk in std::iter::once(second).chain(chunks) {
+        let (more, more_shards) = decode::<N>(&chunk?)?;
+        let Decoded::Pairs(more) = more else {
+            return Err(Error::Internal("a part in several chunks of leaf cells".into()));
+        };
+        let base =
+            u32::try_from(pairs.len()).map_err(|_| Error::Internal("more than 4 billion pairs in a part".into()))?;
+        let offset = next_contributor;
+        next_contributor = contributors_after(&more, offset)?;
+        pairs.leaf.extend_from_slice(&more.leaf);
+        pairs.contributor.extend(more.contributor.iter().map(|c| c + offset));
+        pairs.share.extend_from_slice(&more.share);
+        for s in more_shards {
+            shards.entry(s.prefix).or_default().extend(s.idx.iter().map(|i| i + base));
+        }
+        u32::try_from(pairs.len()).map_err(|_| Error::Internal("more than 4 billion pairs in a part".into()))?;
+    }
+    let shards = shards.into_iter().map(|(prefix, idx)| Shard { prefix, idx }).collect();
+    Ok((inputs, shards))
+}
+
+/// The first contributor number free after `pairs` numbered from `offset`.
+fn contributors_after(pairs: &Pairs, offset: u32) -> Result<u32> {
+    let top = pairs.contributor.iter().max().map_or(0, |&c| c as u64 + 1);
+    u32::try_from(offset as u64 + top).map_err(|_| Error::Internal("more than 4 billion contributors in a part".into()))
+}
+
 /// Little-endian writer of a payload.
 struct Out(Vec<u8>);
 
@@ -369,13 +462,24 @@ pub fn roll_up_part(layout: &PartLayout, data: &[u8], sink: &mut super::CellSink
 }
 
 fn roll_up_part_with<const N: usize>(layout: &PartLayout, data: &[u8], sink: &mut super::CellSink<'_>) -> Result<()> {
-    let lat = Lattice::new(&layout.dims)?;
     let (inputs, shards) = decode::<N>(data)?;
+    roll_up_decoded(layout, inputs, shards, sink)
+}
+
+fn roll_up_decoded<const N: usize>(
+    layout: &PartLayout,
+    inputs: Decoded<N>,
+    shards: Vec<Shard>,
+    sink: &mut super::CellSink<'_>,
+) -> Result<()> {
+    let lat = Lattice::new(&layout.dims)?;
     let mut chunk = |rolled: Vec<(u128, CellStats<N>)>| -> Result<()> {
         sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, rolled))
     };
+    // The source is called once: hand the shards over rather than copying their indices.
+    let mut shards = Some(shards);
     let mut source = move |emit: &mut dyn FnMut(Shard)| {
-        for s in shards.clone() {
+        for s in shards.take().unwrap_or_default() {
             emit(s)
         }
     };
@@ -491,6 +595,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A part routed in chunks by contributor ([`chunk_of`]), each chunk a payload of its own
+    /// pairs (contributors numbered from 0 in each, pairs in another order) with the part's
+    /// shards over them, rolls up to the cells of the part's single payload, for any number of
+    /// chunks, empty chunks left out.
+    #[test]
+    fn chunks_roll_up_to_the_parts_cells() {
+        let dims = dims();
+        let lat = Lattice::new(&dims).unwrap();
+        let layout = PartLayout { dims: dims.clone(), top_n: 2, weighted: false };
+        let pairs = random_pairs(&dims, &lat, 23);
+        let mut counts = std::collections::BTreeMap::<u128, u64>::new();
+        for (k, s) in pairs.leaf.iter().zip(&pairs.share) {
+            *counts.entry(lat.shard_prefix(*k)).or_default() += s.records;
+        }
+        let (prefixes, n): (Vec<u128>, Vec<u64>) = counts.into_iter().unzip();
+        for part_cells in [7, 300, u64::MAX] {
+            let mut planned = Vec::new();
+            plan_parts::<2>(&lat, &Inputs::Pairs(&pairs), part_cells, &mut |_, p| {
+                planned.push(p);
+                Ok(())
+            })
+            .unwrap();
+            let starts = plan_from_counts(&lat, &prefixes, &n, part_cells);
+            for (part, payload) in planned.iter().enumerate() {
+                let want = collect_part(&layout, payload).unwrap();
+                let routed: Vec<usize> =
+                    (0..pairs.len()).filter(|&i| parts_of(&lat, &starts, pairs.leaf[i]).contains(&part)).collect();
+                for chunks in [1u64, 2, 3, 7, 64] {
+                    let mut payloads = Vec::new();
+                    for chunk in 0..chunks {
+                        let mut mine = Pairs::default();
+                        let mut ids = std::collections::HashMap::new();
+                        for &i in routed.iter().rev() {
+                            let text = format!("ent{}", pairs.contributor[i]);
+                            if chunk_of(text.as_bytes(), chunks) != chunk {
+                                continue;
+                            }
+                            let next = ids.len() as u32;
+                            mine.leaf.push(pairs.leaf[i]);
+                            mine.contributor.push(*ids.entry(text).or_insert(next));
+                            mine.share.push(pairs.share[i]);
+                        }
+                        if !mine.is_empty() {
+                            payloads.push(pairs_payload(&mine, part_shards(&lat, &starts, part, &mine.leaf)));
+                        }
+                    }
+                    let mut got = Cells::empty(dims.clone(), 2, false);
+                    roll_up_chunks(&layout, &mut payloads.into_iter().map(Ok), &mut |c| {
+                        got.append(c);
+                        Ok(())
+                    })
+                    .unwrap();
+                    assert_eq!(got, want, "part {part} of part_cells {part_cells} in {chunks} chunks");
+                }
+            }
+        }
+        // The hash spreads contributors over the chunks and never leaves the range.
+        let spread: std::collections::BTreeSet<u64> =
+            (0..100).map(|c| chunk_of(format!("{c}").as_bytes(), 8)).collect();
+        assert_eq!(spread.len(), 8);
+        assert_eq!(chunk_of(b"anything", 1), 0);
+        assert_eq!(chunks_for(0, CHUNK_RECORDS), 1);
+        assert_eq!(chunks_for(CHUNK_RECORDS + 1, CHUNK_RECORDS), 2);
     }
 
     /// A shard's prefix and its pairs (leaf, contributor, value), sorted.

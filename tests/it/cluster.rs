@@ -26,14 +26,25 @@ impl Procs {
         self.spawn_with(name, args, log, None)
     }
 
+    /// Spawns with environment variables `env`.
+    fn spawn_env(&mut self, name: &str, args: &[String], log: &Path, env: &[(&str, &str)]) {
+        let mut cmd = sdcflow();
+        cmd.envs(env.iter().copied());
+        self.spawn_cmd(name, cmd, args, log)
+    }
+
     /// Spawns with the S3 variables of a loopback object store (`endpoint`), when given.
     fn spawn_with(&mut self, name: &str, args: &[String], log: &Path, s3_endpoint: Option<&str>) {
-        let out = std::fs::File::create(log).unwrap();
-        let err = out.try_clone().unwrap();
         let mut cmd = sdcflow();
         if let Some(e) = s3_endpoint {
             crate::s3::with_s3_env(&mut cmd, e);
         }
+        self.spawn_cmd(name, cmd, args, log)
+    }
+
+    fn spawn_cmd(&mut self, name: &str, mut cmd: std::process::Command, args: &[String], log: &Path) {
+        let out = std::fs::File::create(log).unwrap();
+        let err = out.try_clone().unwrap();
         let child = cmd
             .args(args)
             .current_dir(log.parent().expect("logs live in the test directory"))
@@ -177,9 +188,14 @@ fn workers(dir: &Path, out: &str) -> Vec<String> {
 
 /// Runs the job with a deadline; returns (exit code, stderr).
 fn run_bounded(dir: &Path, args: &[&str], timeout: Duration) -> (i32, String) {
+    run_bounded_env(dir, args, &[], timeout)
+}
+
+/// [`run_bounded`] with environment variables.
+fn run_bounded_env(dir: &Path, args: &[&str], env: &[(&str, &str)], timeout: Duration) -> (i32, String) {
     let log = dir.join(format!("run-{}.log", args.last().unwrap()));
     let mut procs = Procs::default();
-    procs.spawn("run", &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &log);
+    procs.spawn_env("run", &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &log, env);
     let code = procs.wait_first(timeout, &log);
     (code, std::fs::read_to_string(&log).unwrap_or_default())
 }
@@ -446,6 +462,20 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_a_kill_mi
     assert!(w.len() >= 2 && w.iter().all(|w| w.starts_with("executor ")), "parts written by {w:?}");
     let (pairs, to_client) = routed_inputs(dir, "three");
     assert!(pairs >= 300 && to_client < pairs, "the client received {to_client} rows for {pairs} pairs");
+
+    // Parts routed in several chunks each (at most 40 records a chunk: the part of the leading
+    // totals has every pair) roll up to the same bytes; the client gets a row per chunk.
+    let (code, err) = run_bounded_env(
+        dir,
+        &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "chunked"],
+        &[("SDCFLOW_CHUNK_RECORDS", "40")],
+        limit,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_same_tree(dir, "local", "chunked");
+    let (chunked_pairs, chunked_to_client) = routed_inputs(dir, "chunked");
+    assert_eq!(chunked_pairs, pairs, "the same pairs, in chunks");
+    assert!(chunked_to_client > to_client, "{chunked_to_client} rows: one per chunk (vs {to_client})");
 
     // The client never receives the pairs: with `sex` leading (2 codes), it receives two counts
     // and two rows per part, however many pairs there are.
