@@ -101,7 +101,16 @@ pub(crate) fn run(
             w = c;
         }
     }
-    w.aud.localize()?;
+    // The search's attacker LPs end at the hard stop too ([`Work::cleanup`]): a stopped trial
+    // keeps the last audited pattern.
+    w.aud.stop = Some(deadline.at());
+    match w.aud.localize() {
+        Err(e) if e.is_stop() => {
+            deadline.record_hit();
+            return Ok(w.sup().to_vec());
+        }
+        r => r.map(|_| ())?,
+    }
     let n_free = p.fix.iter().filter(|f| **f == Fix::Free).count().max(1);
     let tmax = (n_free as f64).sqrt().ceil() as u64 + 5;
     let mut tabu_until = vec![0usize; p.n()];
@@ -123,18 +132,29 @@ pub(crate) fn run(
         let tenure = 1 + rng.below(tmax) as usize;
         let mut drops: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
         drops.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));
-        let mut moved = false;
+        let (mut moved, mut stopped) = (false, false);
         for &s in drops.iter().take(25) {
             let aspiration = cost - p.cost[s] < best_cost - 1e-9;
             if tabu_until[s] > it && !aspiration {
                 continue;
             }
-            if w.try_drop(s, rule)? {
+            let dropped = match w.try_drop(s, rule) {
+                Err(e) if e.is_stop() => {
+                    deadline.record_hit();
+                    stopped = true;
+                    break;
+                }
+                r => r?,
+            };
+            if dropped {
                 tabu_until[s] = it + tenure;
                 cost -= p.cost[s];
                 moved = true;
                 break;
             }
+        }
+        if stopped {
+            break;
         }
         if !moved {
             let j = pick_add(p, &w, &tabu_until, it, &mut rng);
@@ -156,8 +176,12 @@ pub(crate) fn run(
                 }
             };
             match added {
-                // The hard stop during a repair: the best pattern so far is clean.
+                // The hard stop during a repair or a drop's audit: the best pattern so far is clean.
                 Err(SuppressError::TimeLimit { .. }) => break,
+                Err(e) if e.is_stop() => {
+                    deadline.record_hit();
+                    break;
+                }
                 r => r?,
             }
             if let Some(j) = j {
