@@ -334,16 +334,13 @@ impl<'p, 'a> Work<'p, 'a> {
         // leaves the last audited pattern with its certificates.
         self.aud.stop = Some(deadline.at());
         let lps0 = self.aud.lps;
-        let out = self.cleanup_trials(&cands, singleton_rule, trials, deadline);
+        let (mut tried, mut dropped) = (0, 0);
+        let out = self.cleanup_trials(&cands, singleton_rule, trials, deadline, (&mut tried, &mut dropped));
         self.aud.stop = None;
-        let (tried, dropped) = match out {
-            Ok(counts) => counts,
-            Err((e, counts)) if e.is_stop() => {
-                deadline.record_hit();
-                counts
-            }
-            Err((e, _)) => return Err(e),
-        };
+        match out {
+            Err(e) if e.is_stop() => deadline.record_hit(),
+            r => r?,
+        }
         trace(format_args!(
             "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit, \
              {} by the audit, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), cost {:.0}",
@@ -359,26 +356,29 @@ impl<'p, 'a> Work<'p, 'a> {
         Ok(dropped)
     }
 
-    /// [`Self::cleanup`]'s local re-certification and drop trials; returns `(tried, dropped)`,
-    /// also with the error that ended them.
-    #[allow(clippy::type_complexity)]
+    /// [`Self::cleanup`]'s local re-certification and drop trials, counting the trials `tried`
+    /// and `dropped` (also when an error ends them).
     fn cleanup_trials(
         &mut self,
         cands: &[usize],
         singleton_rule: bool,
         trials: usize,
         deadline: &Deadline,
-    ) -> Result<(usize, usize), (SuppressError, (usize, usize))> {
+        (tried, dropped): (&mut usize, &mut usize),
+    ) -> Result<(), SuppressError> {
         let p = self.p;
-        let (mut tried, mut dropped) = (0, 0);
         let (t0, lps0) = (Instant::now(), self.aud.lps);
-        self.aud.localize().map_err(|e| (e, (0, 0)))?;
-        trace(format_args!("cleanup: local re-certification {:.1}s, {} LPs", t0.elapsed().as_secs_f64(), self.aud.lps));
+        self.aud.localize()?;
+        trace(format_args!(
+            "cleanup: local re-certification {:.1}s, {} LPs",
+            t0.elapsed().as_secs_f64(),
+            self.aud.lps - lps0
+        ));
         for &s in cands.iter().take(trials) {
             if deadline.reached() || self.aud.lps - lps0 >= self.cleanup_lps {
                 break;
             }
-            if tried % 50 == 0 {
+            if *tried % 50 == 0 {
                 let cost = p.cost_percent(p.cost_of(&self.aud.sup));
                 trace(format_args!("cleanup: {tried} trials at {:.1}s, cost {cost:.3} %", t0.elapsed().as_secs_f64()));
             }
@@ -389,14 +389,12 @@ impl<'p, 'a> Work<'p, 'a> {
                     p.cost_percent(p.cost_of(&self.aud.sup))
                 )
             });
-            tried += 1;
-            match self.try_drop(s, singleton_rule) {
-                Ok(true) => dropped += 1,
-                Ok(false) => {}
-                Err(e) => return Err((e, (tried, dropped))),
+            *tried += 1;
+            if self.try_drop(s, singleton_rule)? {
+                *dropped += 1;
             }
         }
-        Ok((tried, dropped))
+        Ok(())
     }
 
     /// The finished pattern with its final audit from the certificates held
