@@ -22,6 +22,7 @@
 
 use super::lattice::{self, CellStats, Lattice, Pairs, Shard, Share};
 use super::{to_cells, Cells, SCALE_F};
+use std::collections::VecDeque;
 use crate::error::{Error, Result};
 
 /// Default upper bound of the cells of one part (`[engine] part_cells`): a part closes once
@@ -79,9 +80,20 @@ pub fn plan_parts<const N: usize>(
     Ok(parts)
 }
 
+/// The shard of the leading totals (the first shard, prefix 0) is a part of its own once its
+/// roll-up does the work of this many full parts (`part_cells` cell updates each).
+///
+/// Why: that shard holds every input of the table, so its roll-up is the longest task of a
+/// distributed roll-up (about 1/(the leading chains' product) of all the work: ¼ of it on a
+/// 3-level geography); sharing its part with the shards after it made that task longer still,
+/// and more executors could not shorten it (BENCHMARKS, "Chunked routing"). Small tables stay
+/// in one part.
+pub const TOTALS_ALONE_PARTS: u128 = 8;
+
 /// Cuts the shards of `keys` (in key order) into runs whose cell bounds reach `part_cells`;
 /// `records` gives the number of records of a shard (an upper bound of its inputs). The one place where parts are cut, so the
 /// plan from the pairs and the plan from their counts ([`plan_from_counts`]) cannot differ.
+/// The shard of the leading totals may close its part at once ([`TOTALS_ALONE_PARTS`]).
 fn cut(
     lat: &Lattice,
     keys: &[u128],
@@ -100,9 +112,11 @@ fn cut(
         *failed = close(std::mem::take(part));
     };
     lat.shards(keys, &mut |sh| {
-        bound += lat.shard_bound(split, records(&sh) as usize);
+        let recs = records(&sh);
+        bound += lat.shard_bound(split, recs as usize);
+        let heavy_totals = sh.prefix == 0 && lat.shard_work(split, recs) >= part_cells as u128 * TOTALS_ALONE_PARTS;
         part.push(sh);
-        if bound >= part_cells as u128 {
+        if bound >= part_cells as u128 || heavy_totals {
             flush(&mut part, &mut failed);
             bound = 0;
         }
@@ -210,13 +224,79 @@ pub fn roll_up_chunks(
     }
 }
 
+/// Chunks of a part rolled up together at most. A part in more chunks (the part of the
+/// leading totals holds every pair of the table) is rolled up a round of chunks at a time and
+/// the rounds' cells are summed ([`CellStats::merge`]: the rounds' contributors are disjoint),
+/// so a roll-up task holds at most this many chunks' pairs (about 4 Mi records) besides the
+/// part's cells, however many rows the table has — the work is the same, plus one merge of
+/// the part's cells per round.
+pub const ROUND_CHUNKS: usize = 4;
+
+/// A cell key with its statistics.
+type Stat<const N: usize> = (u128, CellStats<N>);
+
 fn roll_up_chunks_with<const N: usize>(
     layout: &PartLayout,
     chunks: &mut dyn Iterator<Item = Result<Vec<u8>>>,
     sink: &mut super::CellSink<'_>,
 ) -> Result<()> {
-    let (inputs, shards) = merge_chunks::<N>(chunks)?;
-    roll_up_decoded(layout, inputs, shards, sink)
+    let mut chunks = chunks.peekable();
+    let (inputs, shards) = merge_chunks::<N>(&mut chunks.by_ref().take(ROUND_CHUNKS))?;
+    if chunks.peek().is_none() {
+        return roll_up_decoded(layout, inputs, shards, sink);
+    }
+    let lat = Lattice::new(&layout.dims)?;
+    // The cells summed so far, in key order, in the blocks the roll-up handed over.
+    let mut summed: VecDeque<Vec<Stat<N>>> = VecDeque::new();
+    let mut round = Some((inputs, shards));
+    while let Some((inputs, shards)) = round.take() {
+        let mut old: VecDeque<std::iter::Peekable<std::vec::IntoIter<Stat<N>>>> =
+            std::mem::take(&mut summed).into_iter().map(|b| b.into_iter().peekable()).collect();
+        let mut last = None;
+        roll_up_stats(&lat, inputs, shards, &mut |block| {
+            summed.push_back(sum_in_order(&mut old, block, &mut last)?);
+            Ok(())
+        })?;
+        summed.extend(old.into_iter().map(|rest| rest.collect::<Vec<_>>()));
+        if chunks.peek().is_some() {
+            round = Some(merge_chunks::<N>(&mut chunks.by_ref().take(ROUND_CHUNKS))?);
+        }
+    }
+    for block in summed {
+        if !block.is_empty() {
+            sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, block))?;
+        }
+    }
+    Ok(())
+}
+
+/// Sums `block` (the next cells of a round, in key order, after `last`) into the cells of the
+/// earlier rounds (`old`, in key order, consumed as far as the block reaches): the cells of
+/// `old` before the block's last key, merged or not, in key order.
+fn sum_in_order<const N: usize>(
+    old: &mut VecDeque<std::iter::Peekable<std::vec::IntoIter<Stat<N>>>>,
+    block: Vec<Stat<N>>,
+    last: &mut Option<u128>,
+) -> Result<Vec<Stat<N>>> {
+    let mut out = Vec::with_capacity(block.len());
+    for (key, mut stats) in block {
+        if last.is_some_and(|l| l >= key) {
+            return Err(Error::Internal("a part's roll-up handed its cells out of key order".into()));
+        }
+        *last = Some(key);
+        while let Some(front) = old.front_mut() {
+            match front.peek() {
+                None => {
+                    old.pop_front();
+                }
+                Some(&(k, _)) if k < key => out.push(front.next().expect("peeked")),
+                Some(&(k, _)) if k == key => stats.merge(&front.next().expect("peeked").1),
+                Some(_) => break,
+            }
+        }
+        out.push((key, stats));
+    }
+    Ok(out)
 }
 
 /// The inputs and shards of a part from its chunks (see [`roll_up_chunks`]); each chunk's
@@ -473,9 +553,18 @@ fn roll_up_decoded<const N: usize>(
     sink: &mut super::CellSink<'_>,
 ) -> Result<()> {
     let lat = Lattice::new(&layout.dims)?;
-    let mut chunk = |rolled: Vec<(u128, CellStats<N>)>| -> Result<()> {
+    roll_up_stats(&lat, inputs, shards, &mut |rolled: Vec<Stat<N>>| {
         sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, rolled))
-    };
+    })
+}
+
+/// The cells of `shards` over `inputs` with their statistics, handed to `chunk` in key order.
+fn roll_up_stats<const N: usize>(
+    lat: &Lattice,
+    inputs: Decoded<N>,
+    shards: Vec<Shard>,
+    chunk: &mut (dyn FnMut(Vec<Stat<N>>) -> Result<()> + Send),
+) -> Result<()> {
     // The source is called once: hand the shards over rather than copying their indices.
     let mut shards = Some(shards);
     let mut source = move |emit: &mut dyn FnMut(Shard)| {
@@ -484,8 +573,8 @@ fn roll_up_decoded<const N: usize>(
         }
     };
     match &inputs {
-        Decoded::Pairs(p) => lattice::roll_up_pair_shards::<N>(&lat, p, &mut source, SCALE_F, &mut chunk),
-        Decoded::Leaves(l) => lattice::roll_up_leaf_shards::<N>(&lat, l, &mut source, &mut chunk),
+        Decoded::Pairs(p) => lattice::roll_up_pair_shards::<N>(lat, p, &mut source, SCALE_F, chunk),
+        Decoded::Leaves(l) => lattice::roll_up_leaf_shards::<N>(lat, l, &mut source, chunk),
     }
 }
 
@@ -562,6 +651,13 @@ mod tests {
                 })
                 .unwrap();
                 let starts = plan_from_counts(&lat, &prefixes, &n, part_cells);
+                if (2..=300).contains(&part_cells) && want.len() > 1 {
+                    // The shard of the leading totals holds every pair: a part of its own.
+                    assert!(want[0].len() == 1 && want[0][0].0 == 0, "part_cells {part_cells}: {:?}", want[0].len());
+                }
+                if part_cells == u64::MAX {
+                    assert_eq!(want.len(), 1, "a small table stays in one part");
+                }
                 let first: Vec<u128> = want.iter().map(|p| p[0].0).collect();
                 assert_eq!(starts, first, "split {}, part_cells {part_cells}", lat.split());
                 for (part, shards) in want.iter().enumerate() {
@@ -624,7 +720,7 @@ mod tests {
                 let want = collect_part(&layout, payload).unwrap();
                 let routed: Vec<usize> =
                     (0..pairs.len()).filter(|&i| parts_of(&lat, &starts, pairs.leaf[i]).contains(&part)).collect();
-                for chunks in [1u64, 2, 3, 7, 64] {
+                for chunks in [1u64, 2, 3, 4, 5, 7, 9, 64] {
                     let mut payloads = Vec::new();
                     for chunk in 0..chunks {
                         let mut mine = Pairs::default();
