@@ -32,7 +32,11 @@ pub struct EngineOptions {
 pub async fn session(opts: &EngineOptions) -> Result<SessionContext> {
     let base = match opts.mode {
         EngineMode::Local => SessionConfig::new(),
-        _ => SessionConfig::new_with_ballista(),
+        // Ballista 55's adaptive planner (its default) cannot recover a job when an executor
+        // dies while a stage that reads a shuffle runs: the rolled-back stage is never planned
+        // again and the job stays `Running` for ever (apache/datafusion-ballista#1986; tried:
+        // the routing query's kill test hung). The static planner re-resolves it.
+        _ => SessionConfig::new_with_ballista().with_ballista_adaptive_query_planner(false),
     };
     let mut config = base
         .with_target_partitions(opts.target_partitions)

@@ -160,6 +160,10 @@ pub enum Command {
         /// Fault injection for tests: sleep this many milliseconds before each roll-up part.
         #[arg(long, default_value_t = 0, hide = true)]
         test_roll_up_delay_ms: u64,
+        /// Fault injection for tests: sleep this many milliseconds before writing each routed
+        /// chunk (the routing query's final, shuffle-reading stage).
+        #[arg(long, default_value_t = 0, hide = true)]
+        test_route_delay_ms: u64,
     },
     /// Benchmarks (build with `--profile bench-release`); prints figures for BENCHMARKS.md.
     Bench {
@@ -290,6 +294,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             test_scan_delay_ms,
             test_tamper_results,
             test_roll_up_delay_ms,
+            test_route_delay_ms,
         } => {
             let o = sdcflow::cluster::ExecutorOptions {
                 bind_host,
@@ -305,6 +310,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                 test_scan_delay_ms,
                 test_tamper_results,
                 test_roll_up_delay_ms,
+                test_route_delay_ms,
             };
             Ok(sdcflow::cluster::run_executor(&o).await?)
         }

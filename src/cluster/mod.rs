@@ -23,6 +23,7 @@ pub mod wire;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_core::RuntimeProducer;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
@@ -39,6 +40,10 @@ use crate::tabulate::topn::TopN;
 /// A session state with sdcflow's functions and on-demand `s3://` stores, for the scheduler
 /// and executors.
 pub fn session_state(config: SessionConfig) -> datafusion::common::Result<SessionState> {
+    // The scheduler plans every job with the static planner, whatever the client asked for:
+    // the adaptive one never finishes a job that lost an executor mid-shuffle (see
+    // `engine::session`).
+    let config = config.with_ballista_adaptive_query_planner(false);
     let runtime = runtime_env(None)?;
     let mut state =
         SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
@@ -142,6 +147,8 @@ pub struct ExecutorOptions {
     pub test_tamper_results: bool,
     /// Fault injection for tests: sleep this long before each roll-up part (0 = off).
     pub test_roll_up_delay_ms: u64,
+    /// Fault injection for tests: sleep this long before writing each routed chunk (0 = off).
+    pub test_route_delay_ms: u64,
 }
 
 /// Runs a Ballista executor registered with the scheduler until the process is stopped.
@@ -173,6 +180,7 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     udf::set_test_scan_delay_ms(o.test_scan_delay_ms);
     udf::set_test_tamper_results(o.test_tamper_results);
     udf::set_test_roll_up_delay_ms(o.test_roll_up_delay_ms);
+    udf::set_test_route_delay_ms(o.test_route_delay_ms);
     let config = ExecutorProcessConfig {
         executor_id,
         bind_host: o.bind_host.clone(),

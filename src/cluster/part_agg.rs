@@ -252,6 +252,11 @@ impl Accumulator for PartPairs {
         let Some((part, chunk)) = task.part_chunk(slot) else {
             return exec_err!("{ROUTE_PAIRS}: slot {slot} of no part");
         };
+        let delay = super::udf::test_route_delay_ms();
+        if delay > 0 {
+            eprintln!("sdcflow {}: routing chunk {chunk} of part {part} of table `{}`", worker_identity(), task.table);
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
         let pairs = match decode(&std::mem::take(&mut self.buf)) {
             Ok(p) => p,
             Err(e) => return exec_err!("{ROUTE_PAIRS} on {}: {e}", worker_identity()),

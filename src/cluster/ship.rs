@@ -360,37 +360,53 @@ pub(crate) async fn sparse_partition_results(
 ) -> Result<Vec<Option<String>>> {
     let attempts = if is_distributed(ctx) { QUERY_ATTEMPTS } else { 1 };
     let mut attempt = 1;
-    let result = loop {
+    loop {
+        let again = |what: &str| {
+            crate::progress::warn_installed(&format!(
+                "solver query `{name}` failed on the cluster (attempt {attempt} of {attempts}), running it again: {what}"
+            ))
+        };
         match async { ctx.sql(sql).await?.collect().await }.await {
             // A payload the function refused fails the same way everywhere: report it now.
-            Err(e) if attempt < attempts && !e.to_string().contains(func) => {
-                crate::progress::warn_installed(&format!(
-                    "solver query `{name}` failed on the cluster (attempt {attempt} of {attempts}), running it \
-                     again: {e}"
-                ));
-                attempt += 1;
-            }
-            r => break r,
+            Err(e) if attempt < attempts && !e.to_string().contains(func) => again(&e.to_string()),
+            Err(e) => return Err(Error::Engine(e.to_string())),
+            Ok(batches) => match results_by_partition(&batches, n) {
+                // Ballista's static planner, re-running a rolled-back final stage after a lost
+                // executor, may report a partition twice: the outcomes are pure functions of
+                // the partition files, so the query is run again rather than one of them chosen.
+                Err(Twice(id)) if attempt < attempts => again(&format!("partition {id} returned twice")),
+                Err(Twice(id)) => return Err(Error::Internal(format!("solver partition {id} returned twice"))),
+                Ok(out) => return out,
+            },
         }
-    };
-    let batches = result.map_err(|e| Error::Engine(e.to_string()))?;
+        attempt += 1;
+    }
+}
+
+/// A partition id that came back twice from one query.
+struct Twice(usize);
+
+/// The outcome of each partition `0..n` of a solver query's result batches.
+fn results_by_partition(batches: &[RecordBatch], n: usize) -> std::result::Result<Result<Vec<Option<String>>>, Twice> {
     let mut out: Vec<Option<String>> = vec![None; n];
-    for b in &batches {
+    for b in batches {
         let ids = b.column(0).as_primitive::<UInt64Type>();
         let outcomes = b.column(1).as_string::<i32>();
         for r in 0..b.num_rows() {
             let id = ids.value(r) as usize;
-            let slot = out.get_mut(id).ok_or_else(|| Error::Internal(format!("unknown solver partition {id}")))?;
+            let Some(slot) = out.get_mut(id) else {
+                return Ok(Err(Error::Internal(format!("unknown solver partition {id}"))));
+            };
             if slot.is_some() {
-                return Err(Error::Internal(format!("solver partition {id} returned twice")));
+                return Err(Twice(id));
             }
             if outcomes.is_null(r) {
-                return Err(Error::Internal(format!("solver partition {id} returned NULL")));
+                return Ok(Err(Error::Internal(format!("solver partition {id} returned NULL"))));
             }
             *slot = Some(outcomes.value(r).to_string());
         }
     }
-    Ok(out)
+    Ok(Ok(out))
 }
 
 /// How often a solver query is submitted to a Ballista cluster before its error is final.

@@ -134,6 +134,20 @@ pub fn set_test_roll_up_delay_ms(ms: u64) {
     TEST_ROLL_UP_DELAY_MS.store(ms, Ordering::Relaxed);
 }
 
+static TEST_ROUTE_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Fault injection for tests: every routed chunk this process writes first waits `ms`
+/// milliseconds, so a test can kill an executor inside the routing query's final stage (a
+/// stage that reads a shuffle).
+pub fn set_test_route_delay_ms(ms: u64) {
+    TEST_ROUTE_DELAY_MS.store(ms, Ordering::Relaxed);
+}
+
+/// The routing delay set by [`set_test_route_delay_ms`].
+pub(crate) fn test_route_delay_ms() -> u64 {
+    TEST_ROUTE_DELAY_MS.load(Ordering::Relaxed)
+}
+
 /// `sdc_roll_up(task Utf8, part UInt64, inputs LargeBinary)` → `Utf8`: one part per row (see
 /// [`ROLL_UP`]); `task` is the table's [`PartTask`], the same in every row.
 ///

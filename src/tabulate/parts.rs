@@ -22,8 +22,8 @@
 
 use super::lattice::{self, CellStats, Lattice, Pairs, Shard, Share};
 use super::{to_cells, Cells, SCALE_F};
-use std::collections::VecDeque;
 use crate::error::{Error, Result};
+use std::collections::VecDeque;
 
 /// Default upper bound of the cells of one part (`[engine] part_cells`): a part closes once
 /// the cell bounds of its shards reach it.

@@ -520,6 +520,29 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_a_kill_mi
     assert_same_tree(dir, "local", "fault");
     let w = part_writers(dir, "fault");
     assert!(!w.contains(&id), "{id} was killed but is credited: {w:?}");
+
+    // A fifth executor, killed while it writes a routed chunk: the routing query's final stage
+    // reads a shuffle, so Ballista must roll the stage back and run the lost map tasks again
+    // (its adaptive planner never finished such a job). Chunks of at most 40 records give
+    // every final-stage task groups to route.
+    wait_for("exec-d to be removed", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+    start_executor(&mut procs, "exec-e", &["--test-route-delay-ms", "4000"]);
+    wait_for("4 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(4));
+    let mut run = Procs::default();
+    let run_log = dir.join("run-fault-route.log");
+    let args = ["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault-route"].map(String::from);
+    run.spawn_env("run", &args, &run_log, &[("SDCFLOW_CHUNK_RECORDS", "40")]);
+    let log = dir.join("exec-e.log");
+    wait_for("exec-e to route a chunk", Duration::from_secs(90), || {
+        std::fs::read_to_string(&log).unwrap_or_default().contains("routing chunk")
+    });
+    procs.kill("exec-e");
+    let c = std::fs::read_to_string(&log).unwrap();
+    assert!(!c.contains("rolling up part"), "exec-e reached the roll-up before it was killed:\n{c}");
+    let code = run.wait_first(limit, &run_log);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
+    assert_eq!(code, 0, "the run did not survive an executor killed while routing:\n{}", tail(&run_log));
+    assert_same_tree(dir, "local", "fault-route");
 }
 
 /// Issue 12: the client does not take an executor's word. An executor that returns a
