@@ -7,7 +7,8 @@
 #   MODES="local standalone one two four" (default "local one two four")
 #   TASKS = concurrent tasks per executor (default 1), EXEC_MEM_MB = each executor's
 #   --memory-limit-mb (default 1024), EXEC_THREADS = RAYON_NUM_THREADS of each executor (default
-#   TASKS), so that N executors are N single-thread workers whatever the machine.
+#   TASKS), so that N executors are N single-thread workers whatever the machine. DROP_OUTPUTS=1
+#   removes each cluster mode's output once compared with local mode's (large tables).
 # The client's stage lines (records per leading node, routing, roll-up and writing of the parts) are
 # printed below each mode's line (its log is WORK_DIR/<mode>.log).
 # Every cluster mode starts its own scheduler and executors (peak RSS and work directories are
@@ -41,6 +42,8 @@ run_mode() { # mode, extra args...
   fi
   printf '%-11s wall %7.1f s  client user %7.1f s  sys %5.1f s  peak RSS %6.2f GB  %s\n' \
     "$mode" "$wall" "$user" "$sys" "$(echo "$rss / 1048576" | bc -l)" "$same"
+  # DROP_OUTPUTS=1: a compared cluster output is removed (7-variable tables write GBs per mode).
+  if [ "${DROP_OUTPUTS:-0}" = 1 ] && [ "$mode" != local ]; then rm -rf "${WORK:?}/$mode"; fi
   # The client's stage lines: record counts, routing, roll-up and writing of the parts.
   grep -E 'records per leading node|routed to|roll-up and writing' "$WORK/$mode.log" | grep 'done in' | sed 's/^/  /' || true
 }

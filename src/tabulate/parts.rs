@@ -262,10 +262,17 @@ fn roll_up_chunks_with<const N: usize>(
             round = Some(merge_chunks::<N>(&mut chunks.by_ref().take(ROUND_CHUNKS))?);
         }
     }
-    for block in summed {
-        if !block.is_empty() {
-            sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, block))?;
+    // One batch a shard, as a part rolled up at once hands them over: the writers' pages
+    // follow the batches, so other cuts would give other bytes.
+    let mut shard: Vec<Stat<N>> = Vec::new();
+    for cell in summed.into_iter().flatten() {
+        if shard.last().is_some_and(|last| lat.shard_prefix(last.0) != lat.shard_prefix(cell.0)) {
+            sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, std::mem::take(&mut shard)))?;
         }
+        shard.push(cell);
+    }
+    if !shard.is_empty() {
+        sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, shard))?;
     }
     Ok(())
 }
@@ -718,6 +725,13 @@ mod tests {
             let starts = plan_from_counts(&lat, &prefixes, &n, part_cells);
             for (part, payload) in planned.iter().enumerate() {
                 let want = collect_part(&layout, payload).unwrap();
+                // The batches handed to the writers too (their pages follow the batches).
+                let mut want_batches = Vec::new();
+                roll_up_part(&layout, payload, &mut |c| {
+                    want_batches.push(c.len());
+                    Ok(())
+                })
+                .unwrap();
                 let routed: Vec<usize> =
                     (0..pairs.len()).filter(|&i| parts_of(&lat, &starts, pairs.leaf[i]).contains(&part)).collect();
                 for chunks in [1u64, 2, 3, 4, 5, 7, 9, 64] {
@@ -740,12 +754,15 @@ mod tests {
                         }
                     }
                     let mut got = Cells::empty(dims.clone(), 2, false);
+                    let mut got_batches = Vec::new();
                     roll_up_chunks(&layout, &mut payloads.into_iter().map(Ok), &mut |c| {
+                        got_batches.push(c.len());
                         got.append(c);
                         Ok(())
                     })
                     .unwrap();
                     assert_eq!(got, want, "part {part} of part_cells {part_cells} in {chunks} chunks");
+                    assert_eq!(got_batches, want_batches, "part {part} of part_cells {part_cells} in {chunks} chunks");
                 }
             }
         }
