@@ -2,14 +2,14 @@
 //! table from the (leaf cell, contributor) pairs routed to it, where the pairs are.
 //!
 //! The client plans the parts from the number of records under each leading prefix
-//! ([`crate::tabulate::parts::plan_from_counts`]) and joins the pre-aggregation with a small
-//! route table (leading codes → the parts that need them, with each part's number of chunks
-//! and first slot); the query
+//! ([`crate::tabulate::parts::plan_from_counts`]) and sends the plan with the query: each pair
+//! of the pre-aggregation is sent to the slots ([`SlotsUdf`]: the chunks of the parts that
+//! need it); the query
 //!
 //! ```sql
 //! SELECT slot, sdc_route_pairs(arrow_cast('<task>', 'Dictionary(Int32, Utf8)'), slot,
 //!                              d0, …, d{k-1}, cid, v, rec, wt)
-//! FROM (SELECT r.first + sdc_chunk(p.cid, r.chunks) AS slot, p.* FROM pairs p JOIN routes r …)
+//! FROM (SELECT unnest(sdc_slots(<task>, p.cid, p.d0, …, p.d{s-1})) AS slot, p.* FROM pairs p)
 //! GROUP BY slot
 //! ```
 //!
@@ -37,7 +37,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef, AsArray, UInt64Array};
+use arrow::array::{Array, ArrayRef, AsArray, ListBuilder, UInt64Builder};
 use arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int64Type, UInt64Type};
 use datafusion::common::{exec_err, Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -74,6 +74,8 @@ pub struct RouteTask {
     /// The first slot of each part: part `p`'s chunk `c` is slot `first[p] + c` (the group
     /// key; [`crate::tabulate::parts::chunks_for`] chunks per part).
     pub first: Vec<u64>,
+    /// The number of chunks of each part.
+    pub chunks: Vec<u64>,
     /// Where the payloads go: the scratch folder (a directory or an `s3://` prefix) that
     /// `sdc_roll_up` reads, one `part-NNNNN-CCCCC.parquet` per chunk of a part ([`chunk_file`]).
     pub folder: String,
@@ -134,7 +136,7 @@ fn routed(text: &str) -> Result<Arc<Routed>> {
         Ok(t) => t,
         Err(e) => return exec_err!("{ROUTE_PAIRS} on {}: {e}", worker_identity()),
     };
-    if task.starts.is_empty() || task.first.len() != task.starts.len() {
+    if task.starts.is_empty() || task.first.len() != task.starts.len() || task.chunks.len() != task.starts.len() {
         return exec_err!("{ROUTE_PAIRS}: a task without parts");
     }
     let lat = Lattice::new(&task.dims).map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
@@ -350,45 +352,83 @@ pub fn read_chunk(folder: &str, file: &str) -> crate::error::Result<Vec<u8>> {
     payload.ok_or_else(|| broken("no payload".into()))
 }
 
-/// SQL name of the function that picks a contributor's chunk of a part.
-pub const CHUNK: &str = "sdc_chunk";
+/// SQL name of the function that routes a pair to the slots (chunks of parts) that need it.
+pub const SLOTS: &str = "sdc_slots";
 
-/// `sdc_chunk(contributor, chunks UInt64)` → `UInt64`: the chunk of a part that the
-/// contributor's pairs go to ([`crate::tabulate::parts::chunk_of`] of its text).
+/// `sdc_slots(task, cid, d0, …, d{s-1})` → `List(UInt64)`: the slots a pair goes to, given
+/// its contributor and its codes of the shards' leading variables: for each part that holds a
+/// shard of one of its leading ancestors ([`crate::tabulate::parts::parts_of`]), the part's
+/// chunk of the contributor ([`crate::tabulate::parts::chunk_of`]). `UNNEST` makes one row a
+/// slot, so the routing query needs no join.
+///
+/// Why no join with a route table: Ballista's static planner (the one that survives a lost
+/// executor) plans joins as sort-merge joins, which shuffled and sorted every pair once more
+/// by its leading codes; the adaptive planner had broadcast the small route table.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub struct ChunkUdf {
+pub struct SlotsUdf {
     signature: Signature,
 }
 
-impl ChunkUdf {
+impl SlotsUdf {
     /// The function, ready to register.
     pub fn udf() -> Arc<ScalarUDF> {
-        Arc::new(ScalarUDF::from(Self { signature: Signature::any(2, Volatility::Immutable) }))
+        Arc::new(ScalarUDF::from(Self { signature: Signature::variadic_any(Volatility::Immutable) }))
     }
 }
 
-impl ScalarUDFImpl for ChunkUdf {
+impl ScalarUDFImpl for SlotsUdf {
     fn name(&self) -> &str {
-        CHUNK
+        SLOTS
     }
     fn signature(&self) -> &Signature {
         &self.signature
     }
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::UInt64)
+        Ok(DataType::List(Arc::new(Field::new_list_field(DataType::UInt64, true))))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let text = match args.args.first() {
+            Some(ColumnarValue::Scalar(ScalarValue::Dictionary(_, v))) => match v.as_ref() {
+                ScalarValue::Utf8(Some(s)) => s.clone(),
+                _ => return exec_err!("{SLOTS}: the task must be a dictionary-encoded string literal"),
+            },
+            _ => return exec_err!("{SLOTS}: the task must be a dictionary-encoded string literal"),
+        };
+        let routed = routed(&text)?;
+        let Routed { task, lat } = routed.as_ref();
+        let split = lat.split();
+        if args.args.len() != 2 + split {
+            return exec_err!("{SLOTS}: {} arguments, expected {}", args.args.len(), 2 + split);
+        }
+        let arrays = ColumnarValue::values_to_arrays(&args.args[1..])?;
         let cid = utf8(&arrays[0])?;
         let cid = cid.as_string::<i32>();
-        let chunks = arrow::compute::cast(&arrays[1], &DataType::UInt64)?;
-        let chunks = chunks.as_primitive::<UInt64Type>();
-        if cid.null_count() > 0 || chunks.null_count() > 0 {
-            return exec_err!("{CHUNK}: NULL input");
+        let codes: Vec<ArrayRef> = arrays[1..].iter().map(utf8).collect::<Result<_>>()?;
+        let codes: Vec<_> = codes.iter().map(|a| a.as_string::<i32>()).collect();
+        // The parts of each combination of leading codes met in this batch.
+        let mut parts_of: HashMap<u128, Vec<usize>> = HashMap::new();
+        let mut coords = vec![0u32; task.dims.len()];
+        let mut out = ListBuilder::new(UInt64Builder::new());
+        for r in 0..cid.len() {
+            if cid.is_null(r) || codes.iter().any(|c| c.is_null(r)) {
+                return exec_err!("{SLOTS}: NULL input");
+            }
+            for (d, h) in task.dims[..split].iter().enumerate() {
+                let code = codes[d].value(r);
+                match h.index(code) {
+                    Some(n) => coords[d] = n as u32,
+                    None => return exec_err!("{SLOTS}: code {code:?} is not in `{}`", h.variable()),
+                }
+            }
+            let key = lat.key(&coords);
+            let parts = parts_of.entry(key).or_insert_with(|| crate::tabulate::parts::parts_of(lat, &task.starts, key));
+            let c = cid.value(r).as_bytes();
+            for &p in parts.iter() {
+                out.values().append_value(task.first[p] + chunk_of(c, task.chunks[p]));
+            }
+            out.append(true);
         }
-        let out: UInt64Array =
-            (0..cid.len()).map(|r| chunk_of(cid.value(r).as_bytes(), chunks.value(r))).collect::<Vec<_>>().into();
-        Ok(ColumnarValue::Array(Arc::new(out)))
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
     }
 }
 

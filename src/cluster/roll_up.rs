@@ -17,10 +17,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, LargeBinaryArray, RecordBatch, StringArray, UInt64Array};
+use arrow::array::{AsArray, LargeBinaryArray, RecordBatch, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 
-use super::part_agg::{self, RouteTask, CHUNK, ROUTE_PAIRS, TASK_TYPE};
+use super::part_agg::{self, RouteTask, ROUTE_PAIRS, SLOTS, TASK_TYPE};
 use super::ship::{is_distributed, parquet_bytes, query_partitions, sparse_partition_results, Executor};
 use super::udf::ROLL_UP;
 use super::wire::{self, Solved};
@@ -174,9 +174,9 @@ async fn commit(
 
 /// [`roll_up_table`] without the pairs on the client: the client asks the engine for the
 /// number of records under each combination of codes of the shards' leading variables, plans
-/// the parts from those counts ([`parts::plan_from_counts`]: the plan the pairs give), writes
-/// a route table (leading codes → parts that need them) to the scratch, and runs
-/// `SELECT slot, sdc_route_pairs(…) FROM pairs JOIN routes … GROUP BY slot`: the pairs of
+/// the parts from those counts ([`parts::plan_from_counts`]: the plan the pairs give), and runs
+/// `SELECT slot, sdc_route_pairs(…) FROM (SELECT unnest(sdc_slots(…)) AS slot, … FROM pairs)
+/// GROUP BY slot` (the plan travels in the query's task literal): the pairs of
 /// each chunk of a part (its contributors of one hash) meet in one task, which writes the
 /// chunk's payload to the scratch ([`super::part_agg`]); each roll-up task then reads its
 /// parts' chunk files and rolls them up as the client's payloads would be. The client holds
@@ -200,14 +200,9 @@ async fn roll_up_routed(
     stage.finish();
     let mut prefixes = Vec::new();
     let mut counts = Vec::new();
-    let mut codes: Vec<Vec<String>> = vec![Vec::new(); split];
     for b in &batches {
         prefixes.extend(tabulate::leaf_keys(b, &dims[..split], &lat)?);
         counts.extend(arrow::compute::cast(b.column(split), &DataType::UInt64)?.as_primitive::<UInt64Type>().values());
-        for (d, c) in codes.iter_mut().enumerate() {
-            let col = arrow::compute::cast(b.column(d), &DataType::Utf8)?;
-            c.extend(col.as_string::<i32>().iter().map(|x| x.unwrap_or_default().to_string()));
-        }
     }
     let records: u64 = counts.iter().sum();
     if records == 0 {
@@ -217,20 +212,13 @@ async fn roll_up_routed(
     let n = starts.len();
     progress.detail(&format!("{}: {records} records in {n} parts, planned from {} counts", query.name, counts.len()));
 
-    // The route table: each combination of leading codes with every part that needs its pairs.
     // Per part: the records routed to it (each once: they bound its pairs, hence its chunks),
     // and the records of its shards summed (a record counts in each shard of the part that
     // holds it: the roll-up's work, which orders the parts across the roll-up tasks).
-    let mut route_codes: Vec<Vec<&str>> = vec![Vec::new(); split];
-    let mut route_parts: Vec<u64> = Vec::new();
     let mut part_records = vec![0u64; n];
     let mut work = vec![0u64; n];
     for (i, &p) in prefixes.iter().enumerate() {
         for part in parts::parts_of(&lat, &starts, p) {
-            for (d, c) in route_codes.iter_mut().enumerate() {
-                c.push(&codes[d][i]);
-            }
-            route_parts.push(part as u64);
             part_records[part] += counts[i];
         }
         lat.each_prefix_ancestor(p, &mut |shard| work[parts::part_of(&starts, shard)] += counts[i]);
@@ -241,37 +229,26 @@ async fn roll_up_routed(
     let chunks: Vec<u64> = part_records.iter().map(|&r| parts::chunks_for(r, per_chunk)).collect();
     let first: Vec<u64> = chunks.iter().scan(0u64, |acc, &c| Some(std::mem::replace(acc, *acc + c))).collect();
     let slots = (first[n - 1] + chunks[n - 1]) as usize;
-    let route_chunks: Vec<u64> = route_parts.iter().map(|&p| chunks[p as usize]).collect();
-    let route_first: Vec<u64> = route_parts.iter().map(|&p| first[p as usize]).collect();
-    let routes = scratch_name(query, "routes");
-    scratch
-        .put(&routes, "routes.parquet", routes_file(&route_codes, &route_parts, &route_chunks, &route_first)?)
-        .await?;
-    drop(route_codes);
 
     // Each chunk's pairs meet in one task, which writes the chunk's payload to the scratch.
     let name = scratch_name(query, "parts");
     let folder = scratch.location(&name);
-    let task = RouteTask { table: query.name.clone(), dims: dims.clone(), starts, first: first.clone(), folder };
+    let task =
+        RouteTask { table: query.name.clone(), dims: dims.clone(), starts, first: first.clone(), chunks, folder };
     let header = wire::encode(&task).map_err(Error::Internal)?.replace('\'', "''");
     let dargs: Vec<String> = (0..dims.len()).map(|i| format!("d{i}")).collect();
     let dsel: Vec<String> = (0..dims.len()).map(|i| format!("p.d{i}")).collect();
-    let on: Vec<String> = (0..split).map(|i| format!("p.d{i} = r.r{i}")).collect();
+    let lead: Vec<String> = (0..split).map(|i| format!("p.d{i}")).collect();
     let sql = format!(
         "SELECT slot, {ROUTE_PAIRS}(arrow_cast('{header}', '{TASK_TYPE}'), slot, {d}, cid, v, rec, wt) AS outcome \
-         FROM (SELECT r.first + {CHUNK}(p.cid, r.chunks) AS slot, {dsel}, p.cid, p.v, p.rec, p.wt \
-         FROM ({pairs_sql}) p JOIN \"{routes}\" r ON {on}) GROUP BY slot",
+         FROM (SELECT unnest({SLOTS}(arrow_cast('{header}', '{TASK_TYPE}'), p.cid, {lead})) AS slot, {dsel}, p.cid, \
+         p.v, p.rec, p.wt FROM ({pairs_sql}) p) GROUP BY slot",
         d = dargs.join(", "),
         dsel = dsel.join(", "),
-        on = on.join(" AND ")
+        lead = lead.join(", ")
     );
-    let location = scratch.location(&routes);
-    ctx.register_parquet(&routes, &location, datafusion::prelude::ParquetReadOptions::default())
-        .await
-        .map_err(|e| Error::data(&location, format!("part routes: {e}")))?;
     let stage = progress.stage(&format!("{}: contributions routed to {n} parts in {slots} chunks", query.name), 1);
-    let routed = sparse_partition_results(ctx, &routes, ROUTE_PAIRS, &sql, slots).await;
-    let _ = ctx.deregister_table(routes.as_str());
+    let routed = sparse_partition_results(ctx, &name, ROUTE_PAIRS, &sql, slots).await;
     let routed = routed.map_err(|e| Error::Engine(format!("routing the pairs of table `{}`: {e}", query.name)))?;
     stage.finish();
     // Every part holds at least one pair (its shards are nonempty); a chunk may be empty.
@@ -328,21 +305,6 @@ async fn roll_up_routed(
 /// output).
 fn chunk_records() -> u64 {
     std::env::var("SDCFLOW_CHUNK_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(parts::CHUNK_RECORDS).max(1)
-}
-
-/// The route table's file: `r0, …` (leading codes), `part_id`, the part's `chunks` and its
-/// `first` slot, one row per (combination, part).
-fn routes_file(codes: &[Vec<&str>], parts: &[u64], chunks: &[u64], first: &[u64]) -> Result<Vec<u8>> {
-    let mut fields: Vec<Field> = (0..codes.len()).map(|i| Field::new(format!("r{i}"), DataType::Utf8, false)).collect();
-    for c in ["part_id", "chunks", "first"] {
-        fields.push(Field::new(c, DataType::UInt64, false));
-    }
-    let schema = Arc::new(Schema::new(fields));
-    let mut columns: Vec<ArrayRef> = codes.iter().map(|c| Arc::new(StringArray::from(c.clone())) as ArrayRef).collect();
-    for c in [parts, chunks, first] {
-        columns.push(Arc::new(UInt64Array::from(c.to_vec())));
-    }
-    parquet_bytes(&RecordBatch::try_new(schema, columns)?)
 }
 
 /// One part's scratch file: a single row `(part_id, inputs)`.

@@ -117,7 +117,7 @@ impl ScalarUDFImpl for ScanDelayUdf {
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     let mut all = PartitionUdf::all();
     all.push(RollUpUdf::udf());
-    all.push(super::part_agg::ChunkUdf::udf());
+    all.push(super::part_agg::SlotsUdf::udf());
     all.push(ScanDelayUdf::udf());
     all
 }

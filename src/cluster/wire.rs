@@ -865,6 +865,7 @@ pub struct WireRouteTask {
     /// The parts' first shard keys, in decimal (JSON numbers do not hold 128 bits everywhere).
     starts: Vec<String>,
     first: Vec<u64>,
+    chunks: Vec<u64>,
     folder: String,
 }
 
@@ -878,6 +879,7 @@ impl Wire for RouteTask {
             dims: self.dims.iter().map(WireHierarchy::of).collect(),
             starts: self.starts.iter().map(u128::to_string).collect(),
             first: self.first.clone(),
+            chunks: self.chunks.clone(),
             folder: self.folder.clone(),
         })
     }
@@ -885,7 +887,7 @@ impl Wire for RouteTask {
         let dims = w.dims.into_iter().map(WireHierarchy::rebuild).collect::<Result<Vec<_>, _>>()?;
         let starts = w.starts.iter().map(|s| s.parse::<u128>().map_err(|e| format!("part start {s:?}: {e}")));
         let starts = starts.collect::<Result<_, _>>()?;
-        Ok(RouteTask { table: w.table, dims, starts, first: w.first, folder: w.folder })
+        Ok(RouteTask { table: w.table, dims, starts, first: w.first, chunks: w.chunks, folder: w.folder })
     }
 }
 
@@ -1118,6 +1120,7 @@ mod golden {
             dims: part_task.layout.dims.clone(),
             starts: vec![0, 1 << 70, u128::MAX],
             first: vec![0, 3, 4],
+            chunks: vec![3, 1, 6],
             folder: "s3://b/scratch/x".into(),
         };
         assert_eq!(
@@ -1127,8 +1130,8 @@ mod golden {
         assert_eq!((route.part_chunk(4), route.part_chunk(9)), (Some((2, 0)), Some((2, 5))));
         let back = decode::<RouteTask>(&encode(&route).unwrap()).unwrap();
         assert_eq!(
-            (back.starts, back.first, back.folder, back.dims[0].nodes()),
-            (route.starts, route.first, route.folder, route.dims[0].nodes())
+            (back.starts, back.first, back.chunks, back.folder, back.dims[0].nodes()),
+            (route.starts, route.first, route.chunks, route.folder, route.dims[0].nodes())
         );
         let chunked = PartTask { chunks: Some("/scratch/__sdc_t_parts".into()), ..part_task.clone() };
         let back: PartTask = decode(&encode(&chunked).unwrap()).unwrap();
