@@ -324,13 +324,6 @@ impl Lattice {
         nodes.min(pairs as u128 * chains)
     }
 
-    /// Upper bound of the cell updates of a shard's roll-up: every record (an upper bound of
-    /// its pairs) reaches at most the product of the free variables' ancestor chains.
-    pub fn shard_work(&self, split: usize, records: u64) -> u128 {
-        let chains: u128 = self.dims[split..].iter().map(|d| d.chain as u128).product();
-        records as u128 * chains
-    }
-
     /// `key` with only its nodes of the leading variables kept: the prefix of its shard.
     pub fn shard_prefix(&self, key: u128) -> u128 {
         key & self.prefix_mask(self.split())

@@ -80,20 +80,9 @@ pub fn plan_parts<const N: usize>(
     Ok(parts)
 }
 
-/// The shard of the leading totals (the first shard, prefix 0) is a part of its own once its
-/// roll-up does the work of this many full parts (`part_cells` cell updates each).
-///
-/// Why: that shard holds every input of the table, so its roll-up is the longest task of a
-/// distributed roll-up (about 1/(the leading chains' product) of all the work: ¼ of it on a
-/// 3-level geography); sharing its part with the shards after it made that task longer still,
-/// and more executors could not shorten it (BENCHMARKS, "Chunked routing"). Small tables stay
-/// in one part.
-pub const TOTALS_ALONE_PARTS: u128 = 8;
-
 /// Cuts the shards of `keys` (in key order) into runs whose cell bounds reach `part_cells`;
 /// `records` gives the number of records of a shard (an upper bound of its inputs). The one place where parts are cut, so the
 /// plan from the pairs and the plan from their counts ([`plan_from_counts`]) cannot differ.
-/// The shard of the leading totals may close its part at once ([`TOTALS_ALONE_PARTS`]).
 fn cut(
     lat: &Lattice,
     keys: &[u128],
@@ -112,11 +101,9 @@ fn cut(
         *failed = close(std::mem::take(part));
     };
     lat.shards(keys, &mut |sh| {
-        let recs = records(&sh);
-        bound += lat.shard_bound(split, recs as usize);
-        let heavy_totals = sh.prefix == 0 && lat.shard_work(split, recs) >= part_cells as u128 * TOTALS_ALONE_PARTS;
+        bound += lat.shard_bound(split, records(&sh) as usize);
         part.push(sh);
-        if bound >= part_cells as u128 || heavy_totals {
+        if bound >= part_cells as u128 {
             flush(&mut part, &mut failed);
             bound = 0;
         }
@@ -658,10 +645,6 @@ mod tests {
                 })
                 .unwrap();
                 let starts = plan_from_counts(&lat, &prefixes, &n, part_cells);
-                if (2..=300).contains(&part_cells) && want.len() > 1 {
-                    // The shard of the leading totals holds every pair: a part of its own.
-                    assert!(want[0].len() == 1 && want[0][0].0 == 0, "part_cells {part_cells}: {:?}", want[0].len());
-                }
                 if part_cells == u64::MAX {
                     assert_eq!(want.len(), 1, "a small table stays in one part");
                 }
