@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Distribution benchmark: the same job in local mode, Ballista standalone, and loopback clusters
 # of 1, 2 and 4 executors; wall time, client CPU and peak RSS per mode, each executor's peak RSS
-# and shuffle bytes, roll-up parts per executor (primaries-only tables), outputs compared byte
+# and shuffle bytes (peak of the work directories, sampled), roll-up parts per executor (primaries-only tables), outputs compared byte
 # for byte with local mode (every Parquet and CSV file, parts included).
 # Usage: benches/cluster.sh JOB.toml WORK_DIR        (SDCFLOW = binary, default bench-release)
 #   MODES="local standalone one two four" (default "local one two four")
@@ -30,8 +30,19 @@ trap stop_all EXIT
 run_mode() { # mode, extra args...
   local mode=$1; shift
   rm -rf "${WORK:?}/$mode"
+  # Shuffle bytes: Ballista deletes a job's shuffle files when the job ends, so the executors'
+  # work directories are sampled every 0.5 s while the run lasts; the peak of their sum is
+  # what the shuffles (and spills) held on disk at once.
+  echo 0 > "$WORK/$mode.disk"
+  ( peak=0; while sleep 0.5; do
+      now=$(du -sb "$WORK/$mode"-exec-*-work 2>/dev/null | awk '{s += $1} END {print s + 0}')
+      [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$WORK/$mode.disk"
+    done ) &
+  local sampler=$!
   /usr/bin/time -f "%e %U %S %M" -o "$WORK/$mode.time" "$BIN" run "$JOB" --out "$WORK/$mode" "$@" \
-    2> "$WORK/$mode.log" || { echo "$mode: run failed (exit $?):"; tail -5 "$WORK/$mode.log"; return 0; }
+    2> "$WORK/$mode.log" || { kill "$sampler" 2>/dev/null || true; echo "$mode: run failed (exit $?):"; tail -5 "$WORK/$mode.log"; return 0; }
+  kill "$sampler" 2>/dev/null || true
+  wait "$sampler" 2>/dev/null || true
   read -r wall user sys rss < "$WORK/$mode.time"
   local same="reference"
   if [ "$mode" != local ] && [ -d "$WORK/local" ]; then
@@ -44,6 +55,9 @@ run_mode() { # mode, extra args...
     "$mode" "$wall" "$user" "$sys" "$(echo "$rss / 1048576" | bc -l)" "$same"
   # DROP_OUTPUTS=1: a compared cluster output is removed (7-variable tables write GBs per mode).
   if [ "${DROP_OUTPUTS:-0}" = 1 ] && [ "$mode" != local ]; then rm -rf "${WORK:?}/$mode"; fi
+  [ "$mode" != local ] && [ "$mode" != standalone ] && \
+    printf '  executors work directories at most %.2f GB at once (shuffle and spill files)\n' \
+      "$(echo "$(cat "$WORK/$mode.disk") / 1073741824" | bc -l)"
   # The client's stage lines: record counts, routing, roll-up and writing of the parts.
   grep -E 'records per leading node|routed to|roll-up and writing' "$WORK/$mode.log" | grep 'done in' | sed 's/^/  /' || true
 }

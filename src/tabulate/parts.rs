@@ -196,9 +196,11 @@ pub fn chunk_of(contributor: &[u8], chunks: u64) -> u64 {
 
 /// Rolls up a part that arrives as several payloads over *disjoint contributors* (chunks
 /// [`chunk_of`], each [`pairs_payload`] of its pairs and the part's shards over them) and
-/// hands its cells to `sink` in key order: the pairs are concatenated with their contributors
-/// numbered apart, and each shard gets the pairs of every chunk, so the cells are those of the
-/// part's single payload. One chunk is rolled up as it is (any kind of payload).
+/// hands its cells to `sink` in key order, one batch a shard: the pairs of up to
+/// [`ROUND_CHUNKS`] chunks are concatenated with their contributors numbered apart, each shard
+/// getting the pairs of every chunk, and the cells of successive rounds are summed, so the
+/// cells — and their batches — are those of the part's single payload. One chunk is rolled up
+/// as it is (any kind of payload).
 pub fn roll_up_chunks(
     layout: &PartLayout,
     chunks: &mut dyn Iterator<Item = Result<Vec<u8>>>,
