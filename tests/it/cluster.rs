@@ -417,9 +417,10 @@ part_cells = 20000
 /// Issue 12 items 1–2: a primaries-only table is rolled up, assessed and written by the
 /// executors in parts; the outputs equal local mode's file for file, also when an executor is
 /// killed inside a roll-up task (Ballista runs its tasks again elsewhere; a part is renamed
-/// into place only when complete, so a half-written part never counts).
+/// into place only when complete, so a half-written part never counts) and when one is killed
+/// while it writes a routed chunk (a stage that reads a shuffle).
 #[test]
-fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_a_kill_mid_roll_up() {
+fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_kills_while_routing_and_rolling_up() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let data = dir.join("data");
@@ -497,52 +498,44 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_a_kill_mi
     assert!(pairs >= 300, "pairs: {pairs}");
     assert_eq!(to_client, 2 + 2 * parts as u64, "two counts and two rows per part, for {pairs} pairs");
 
-    // A fourth executor, killed while it rolls up a part.
-    start_executor(&mut procs, "exec-d", &["--test-roll-up-delay-ms", "4000"]);
-    wait_for("4 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(4));
-    let mut run = Procs::default();
-    let run_log = dir.join("run-fault.log");
-    run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault"].map(String::from), &run_log);
-    let log = dir.join("exec-d.log");
-    wait_for("exec-d to start a roll-up", Duration::from_secs(90), || {
-        std::fs::read_to_string(&log).unwrap_or_default().contains("rolling up part")
-    });
-    procs.kill("exec-d");
-    let c = std::fs::read_to_string(&log).unwrap();
-    assert!(!c.contains("written:"), "exec-d finished a part before it was killed:\n{c}");
-    let id = c
-        .lines()
-        .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
-        .expect("the executor names itself");
-    let code = run.wait_first(limit, &run_log);
-    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
-    assert_eq!(code, 0, "the run did not survive the killed executor {id}:\n{}", tail(&run_log));
-    assert_same_tree(dir, "local", "fault");
+    // One executor more, killed once its log shows it inside the task under test (`inside`,
+    // before `not_yet`): only a complete run with local mode's bytes passes. Its id.
+    let fault =
+        |procs: &mut Procs, name: &str, flag: &str, inside: &str, not_yet: &str, out: &str, env: &[(&str, &str)]| {
+            wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+            start_executor(procs, name, &[flag, "4000"]);
+            wait_for("4 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(4));
+            let mut run = Procs::default();
+            let run_log = dir.join(format!("run-{out}.log"));
+            let args = ["run", "job.toml", "-q", "--cluster", &cluster, "--out", out].map(String::from);
+            run.spawn_env("run", &args, &run_log, env);
+            let log = dir.join(format!("{name}.log"));
+            wait_for(&format!("{name} to be inside the task"), Duration::from_secs(90), || {
+                std::fs::read_to_string(&log).unwrap_or_default().contains(inside)
+            });
+            procs.kill(name);
+            let c = std::fs::read_to_string(&log).unwrap();
+            assert!(!c.contains(not_yet), "{name} went past the task before it was killed:\n{c}");
+            let id = c
+                .lines()
+                .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
+                .expect("the executor names itself");
+            let code = run.wait_first(limit, &run_log);
+            procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
+            assert_eq!(code, 0, "the run did not survive the killed executor {id}:\n{}", tail(&run_log));
+            assert_same_tree(dir, "local", out);
+            id
+        };
+    // Killed while it rolls up a part (a single-stage task, run again elsewhere).
+    let id = fault(&mut procs, "exec-d", "--test-roll-up-delay-ms", "rolling up part", "written:", "fault", &[]);
     let w = part_writers(dir, "fault");
     assert!(!w.contains(&id), "{id} was killed but is credited: {w:?}");
-
-    // A fifth executor, killed while it writes a routed chunk: the routing query's final stage
-    // reads a shuffle, so Ballista must roll the stage back and run the lost map tasks again
-    // (its adaptive planner never finished such a job). Chunks of at most 40 records give
-    // every final-stage task groups to route.
-    wait_for("exec-d to be removed", Duration::from_secs(30), || registered_executors(sport) == Some(3));
-    start_executor(&mut procs, "exec-e", &["--test-route-delay-ms", "4000"]);
-    wait_for("4 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(4));
-    let mut run = Procs::default();
-    let run_log = dir.join("run-fault-route.log");
-    let args = ["run", "job.toml", "-q", "--cluster", &cluster, "--out", "fault-route"].map(String::from);
-    run.spawn_env("run", &args, &run_log, &[("SDCFLOW_CHUNK_RECORDS", "40")]);
-    let log = dir.join("exec-e.log");
-    wait_for("exec-e to route a chunk", Duration::from_secs(90), || {
-        std::fs::read_to_string(&log).unwrap_or_default().contains("routing chunk")
-    });
-    procs.kill("exec-e");
-    let c = std::fs::read_to_string(&log).unwrap();
-    assert!(!c.contains("rolling up part"), "exec-e reached the roll-up before it was killed:\n{c}");
-    let code = run.wait_first(limit, &run_log);
-    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
-    assert_eq!(code, 0, "the run did not survive an executor killed while routing:\n{}", tail(&run_log));
-    assert_same_tree(dir, "local", "fault-route");
+    // Killed while it writes a routed chunk: the routing query's final stage reads a shuffle,
+    // so Ballista must roll the stage back and run the lost map tasks again (its adaptive
+    // planner never finished such a job). Chunks of at most 40 records give every
+    // final-stage task groups to route.
+    let chunks = [("SDCFLOW_CHUNK_RECORDS", "40")];
+    fault(&mut procs, "exec-e", "--test-route-delay-ms", "routing chunk", "rolling up part", "fault-route", &chunks);
 }
 
 /// Issue 12: the client does not take an executor's word. An executor that returns a
