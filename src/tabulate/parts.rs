@@ -216,10 +216,12 @@ pub fn roll_up_chunks(
 /// Chunks of a part rolled up together at most. A part in more chunks (the part of the
 /// leading totals holds every pair of the table) is rolled up a round of chunks at a time and
 /// the rounds' cells are summed ([`CellStats::merge`]: the rounds' contributors are disjoint),
-/// so a roll-up task holds at most this many chunks' pairs (about 4 Mi records) besides the
-/// part's cells, however many rows the table has — the work is the same, plus one merge of
-/// the part's cells per round.
-pub const ROUND_CHUNKS: usize = 4;
+/// so a roll-up task holds at most this many chunks' pairs (about 8 Mi records) besides the
+/// part's cells, however many rows the table has. The price: each round produces the part's
+/// cells again and merges them. 8, not 4: at 60 M rows of the benchmark job the executor's
+/// peak stayed at the routing stage's (1.59 against 1.58 GB) while the totals part's roll-up
+/// at 20 M took 5.4 instead of 6.7 s (one go: 5.2 s; BENCHMARKS, "Session 24").
+pub const ROUND_CHUNKS: usize = 8;
 
 /// A cell key with its statistics.
 type Stat<const N: usize> = (u128, CellStats<N>);
