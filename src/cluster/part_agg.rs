@@ -145,6 +145,36 @@ fn routed(text: &str) -> Result<Arc<Routed>> {
     Ok(r)
 }
 
+/// The task text of a `Dictionary(Int32, Utf8)` literal (see [`RoutePairs`]); `func` names
+/// the function in the error.
+fn task_text<'a>(literal: Option<&'a ScalarValue>, func: &str) -> Result<&'a str> {
+    match literal {
+        Some(ScalarValue::Dictionary(_, value)) => match value.as_ref() {
+            ScalarValue::Utf8(Some(s)) => Ok(s.as_str()),
+            _ => exec_err!("{func}: the task must be a dictionary-encoded string literal"),
+        },
+        _ => exec_err!("{func}: the task must be a dictionary-encoded string literal"),
+    }
+}
+
+/// Sets `coords[d]` to the node of row `r`'s code of each variable `dims[d]` (`codes[d]`).
+fn leaf_coords(
+    dims: &[Hierarchy],
+    codes: &[&arrow::array::StringArray],
+    r: usize,
+    coords: &mut [u32],
+    func: &str,
+) -> Result<()> {
+    for (d, h) in dims.iter().enumerate() {
+        let code = codes[d].value(r);
+        match h.index(code) {
+            Some(n) => coords[d] = n as u32,
+            None => return exec_err!("{func}: code {code:?} is not in `{}`", h.variable()),
+        }
+    }
+    Ok(())
+}
+
 impl AggregateUDFImpl for RoutePairs {
     fn name(&self) -> &str {
         ROUTE_PAIRS
@@ -157,14 +187,7 @@ impl AggregateUDFImpl for RoutePairs {
     }
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let literal = args.exprs.first().and_then(|e| e.as_ref().downcast_ref::<Literal>());
-        let text = match literal.map(|l| l.value()) {
-            Some(ScalarValue::Dictionary(_, value)) => match value.as_ref() {
-                ScalarValue::Utf8(Some(s)) => s.as_str(),
-                _ => return exec_err!("{ROUTE_PAIRS}: the task must be a dictionary-encoded string literal"),
-            },
-            _ => return exec_err!("{ROUTE_PAIRS}: the task must be a dictionary-encoded string literal"),
-        };
-        let routed = routed(text)?;
+        let routed = routed(task_text(literal.map(|l| l.value()), ROUTE_PAIRS)?)?;
         let want = 2 + routed.task.dims.len() + 4;
         if args.exprs.len() != want {
             return exec_err!("{ROUTE_PAIRS}: {} arguments, expected {want}", args.exprs.len());
@@ -212,13 +235,7 @@ impl Accumulator for PartPairs {
                 return exec_err!("{ROUTE_PAIRS}: NULL input");
             }
             self.slot.get_or_insert(parts.value(r));
-            for (d, h) in dims.iter().enumerate() {
-                let code = codes[d].value(r);
-                match h.index(code) {
-                    Some(n) => coords[d] = n as u32,
-                    None => return exec_err!("{ROUTE_PAIRS}: code {code:?} is not in `{}`", h.variable()),
-                }
-            }
+            leaf_coords(dims, &codes, r, &mut coords, ROUTE_PAIRS)?;
             let c = cid.value(r).as_bytes();
             self.buf.extend_from_slice(&self.routed.lat.key(&coords).to_le_bytes());
             self.buf.extend_from_slice(&v.value(r).to_le_bytes());
@@ -387,14 +404,11 @@ impl ScalarUDFImpl for SlotsUdf {
         Ok(DataType::List(Arc::new(Field::new_list_field(DataType::UInt64, true))))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let text = match args.args.first() {
-            Some(ColumnarValue::Scalar(ScalarValue::Dictionary(_, v))) => match v.as_ref() {
-                ScalarValue::Utf8(Some(s)) => s.clone(),
-                _ => return exec_err!("{SLOTS}: the task must be a dictionary-encoded string literal"),
-            },
-            _ => return exec_err!("{SLOTS}: the task must be a dictionary-encoded string literal"),
+        let literal = match args.args.first() {
+            Some(ColumnarValue::Scalar(v)) => Some(v),
+            _ => None,
         };
-        let routed = routed(&text)?;
+        let routed = routed(task_text(literal, SLOTS)?)?;
         let Routed { task, lat } = routed.as_ref();
         let split = lat.split();
         if args.args.len() != 2 + split {
@@ -413,13 +427,7 @@ impl ScalarUDFImpl for SlotsUdf {
             if cid.is_null(r) || codes.iter().any(|c| c.is_null(r)) {
                 return exec_err!("{SLOTS}: NULL input");
             }
-            for (d, h) in task.dims[..split].iter().enumerate() {
-                let code = codes[d].value(r);
-                match h.index(code) {
-                    Some(n) => coords[d] = n as u32,
-                    None => return exec_err!("{SLOTS}: code {code:?} is not in `{}`", h.variable()),
-                }
-            }
+            leaf_coords(&task.dims[..split], &codes, r, &mut coords, SLOTS)?;
             let key = lat.key(&coords);
             let parts = parts_of.entry(key).or_insert_with(|| crate::tabulate::parts::parts_of(lat, &task.starts, key));
             let c = cid.value(r).as_bytes();

@@ -370,13 +370,13 @@ pub(crate) async fn sparse_partition_results(
             // A payload the function refused fails the same way everywhere: report it now.
             Err(e) if attempt < attempts && !e.to_string().contains(func) => again(&e.to_string()),
             Err(e) => return Err(Error::Engine(e.to_string())),
-            Ok(batches) => match results_by_partition(&batches, n) {
+            Ok(batches) => match results_by_partition(&batches, n)? {
                 // Ballista's static planner, re-running a rolled-back final stage after a lost
                 // executor, may report a partition twice: the outcomes are pure functions of
                 // the partition files, so the query is run again rather than one of them chosen.
                 Err(Twice(id)) if attempt < attempts => again(&format!("partition {id} returned twice")),
                 Err(Twice(id)) => return Err(Error::Internal(format!("solver partition {id} returned twice"))),
-                Ok(out) => return out,
+                Ok(out) => return Ok(out),
             },
         }
         attempt += 1;
@@ -386,8 +386,9 @@ pub(crate) async fn sparse_partition_results(
 /// A partition id that came back twice from one query.
 struct Twice(usize);
 
-/// The outcome of each partition `0..n` of a solver query's result batches.
-fn results_by_partition(batches: &[RecordBatch], n: usize) -> std::result::Result<Result<Vec<Option<String>>>, Twice> {
+/// The outcome of each partition `0..n` of a solver query's result batches; a partition
+/// reported twice is `Ok(Err(Twice))`, which running the query again may mend.
+fn results_by_partition(batches: &[RecordBatch], n: usize) -> Result<std::result::Result<Vec<Option<String>>, Twice>> {
     let mut out: Vec<Option<String>> = vec![None; n];
     for b in batches {
         let ids = b.column(0).as_primitive::<UInt64Type>();
@@ -395,13 +396,13 @@ fn results_by_partition(batches: &[RecordBatch], n: usize) -> std::result::Resul
         for r in 0..b.num_rows() {
             let id = ids.value(r) as usize;
             let Some(slot) = out.get_mut(id) else {
-                return Ok(Err(Error::Internal(format!("unknown solver partition {id}"))));
+                return Err(Error::Internal(format!("unknown solver partition {id}")));
             };
             if slot.is_some() {
-                return Err(Twice(id));
+                return Ok(Err(Twice(id)));
             }
             if outcomes.is_null(r) {
-                return Ok(Err(Error::Internal(format!("solver partition {id} returned NULL"))));
+                return Err(Error::Internal(format!("solver partition {id} returned NULL")));
             }
             *slot = Some(outcomes.value(r).to_string());
         }
