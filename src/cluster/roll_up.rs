@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use arrow::array::{AsArray, LargeBinaryArray, RecordBatch, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
+use datafusion::prelude::SessionContext;
 
 use super::part_agg::{self, RouteTask, ROUTE_PAIRS, SLOTS, TASK_TYPE};
 use super::ship::{is_distributed, parquet_bytes, query_partitions, sparse_partition_results, Executor};
@@ -115,7 +116,9 @@ async fn roll_up_payloads(
     routed: Option<RoutedInputs>,
     chunks: Option<String>,
 ) -> Result<PartedTable> {
-    let (ctx, scratch) = (&executor.ctx, executor.scratch.as_ref());
+    let scratch = executor.scratch.as_ref();
+    // Routed parts are one file each: plan as many partitions (tasks) as parts.
+    let ctx = &if chunks.is_some() { with_partitions(&executor.ctx, parts) } else { executor.ctx.clone() };
     let root = staging.parts_root()?;
     let task = PartTask {
         table: query.name.clone(),
@@ -135,6 +138,14 @@ async fn roll_up_payloads(
         .map_err(|e| Error::Engine(format!("rolling up table `{}`: {e}", query.name)))?;
     stage.finish();
     commit(staging, query, &root, dims, results, routed).await
+}
+
+/// A context like `ctx` whose queries are planned in `n` partitions: the scan of `n` files is
+/// `n` tasks (the session's settings travel with every Ballista job).
+fn with_partitions(ctx: &SessionContext, n: usize) -> SessionContext {
+    let mut state = ctx.state();
+    state.config_mut().options_mut().execution.target_partitions = n.max(1);
+    SessionContext::new_with_state(state)
 }
 
 /// The scratch folder `what` of table `query`.
@@ -212,16 +223,12 @@ async fn roll_up_routed(
     let n = starts.len();
     progress.detail(&format!("{}: {records} records in {n} parts, planned from {} counts", query.name, counts.len()));
 
-    // Per part: the records routed to it (each once: they bound its pairs, hence its chunks),
-    // and the records of its shards summed (a record counts in each shard of the part that
-    // holds it: the roll-up's work, which orders the parts across the roll-up tasks).
+    // Per part: the records routed to it (each once: they bound its pairs, hence its chunks).
     let mut part_records = vec![0u64; n];
-    let mut work = vec![0u64; n];
     for (i, &p) in prefixes.iter().enumerate() {
         for part in parts::parts_of(&lat, &starts, p) {
             part_records[part] += counts[i];
         }
-        lat.each_prefix_ancestor(p, &mut |shard| work[parts::part_of(&starts, shard)] += counts[i]);
     }
     // Each part's pairs are cut by contributor into chunks, each its own aggregate group
     // ("slot") and payload file: no group holds more than about `CHUNK_RECORDS` pairs.
@@ -253,13 +260,17 @@ async fn roll_up_routed(
     stage.finish();
     // Every part holds at least one pair (its shards are nonempty); a chunk may be empty.
     let mut pairs = 0u64;
+    let mut part_pairs = vec![0u64; n];
     let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
     let mut returned = 0u64;
     for (slot, r) in routed.iter().enumerate() {
         let Some(r) = r else { continue };
         let (part, chunk) = task.part_chunk(slot as u64).expect("slots are below the last part's end");
         match r.split(' ').next().and_then(|x| x.parse::<u64>().ok()) {
-            Some(p) if p > 0 => pairs += p,
+            Some(p) if p > 0 => {
+                pairs += p;
+                part_pairs[part] += p;
+            }
             _ => {
                 return Err(Error::Internal(format!(
                     "table `{}`: chunk {chunk} of part {part} routed {r:?}",
@@ -276,24 +287,18 @@ async fn roll_up_routed(
     let inputs =
         RoutedInputs { records, routed_pairs: pairs, rows_to_client: counts.len() as u64 + returned + n as u64 };
 
-    // The roll-up reads a list of each part's chunk files: parts spread over the roll-up tasks
-    // (files) by their work, heaviest first, each to the least loaded file so far.
+    // The roll-up reads a list of each part's chunk files, one part per task (file), the parts
+    // with the most routed pairs first: Ballista hands the next task to the first free slot, so
+    // executors that finish early take more parts and the longest part does not start last.
+    // (Fixed groups of parts, one per target partition, left an executor idle for a fifth of
+    // the roll-up at 20 M × 7: a part's records predicted its time badly — the totals part,
+    // whose cells have the most contributors, took 3× its share.)
     let index = scratch_name(query, "roll_up");
-    let files = ctx.state().config().target_partitions().clamp(1, n);
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&p| (std::cmp::Reverse(work[p]), p));
-    let mut load = vec![0u64; files];
-    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); files];
-    for p in order {
-        let f = (0..files).min_by_key(|&f| (load[f], f)).expect("at least one file");
-        load[f] += work[p];
-        rows[f].push(p);
-    }
-    for (f, parts) in rows.iter().enumerate() {
-        let lists: Vec<String> = parts.iter().map(|&p| names[p].join("\n")).collect();
-        let lists: Vec<&[u8]> = lists.iter().map(|l| l.as_bytes()).collect();
-        let ids: Vec<u64> = parts.iter().map(|&p| p as u64).collect();
-        scratch.put(&index, &format!("part-{f:05}.parquet"), index_file(&ids, &lists)?).await?;
+    order.sort_by_key(|&p| (std::cmp::Reverse(part_pairs[p]), p));
+    for (f, &p) in order.iter().enumerate() {
+        let list = names[p].join("\n");
+        scratch.put(&index, &format!("part-{f:05}.parquet"), index_file(&[p as u64], &[list.as_bytes()])?).await?;
     }
     roll_up_payloads(executor, staging, query, safety, dims, &index, n, progress, Some(inputs), Some(task.folder))
         .await
