@@ -26,8 +26,11 @@
 //! cannot spill; the part holding the leading variables' totals has every pair, so one group
 //! per part needed all pairs of the table in one reservation (1.09 GB at 60 M rows of the
 //! benchmark job, refused by a 1 GiB pool). With chunks of at most about
-//! [`crate::tabulate::parts::CHUNK_RECORDS`] records, no group is larger than ~64 MB, many
-//! groups share the final stage's tasks, and the aggregate can spill between groups.
+//! [`crate::tabulate::parts::CHUNK_RECORDS`] records, no group is larger than ~64 MB, and
+//! the query runs in enough tasks that each holds about
+//! [`super::roll_up::ROUTE_TASK_RECORDS`] records' pairs: a task's groups are all in memory
+//! until its input ends (DataFusion's aggregate spills them as one sorted run and reads every
+//! run back at once to merge, so a task far above its pool fails even with spilling).
 //!
 //! Determinism: a part's cells do not depend on the order its pairs arrive in nor on how its
 //! contributors are numbered (exact sums, multiset top-N), so any partitioning of the

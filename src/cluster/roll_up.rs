@@ -254,8 +254,13 @@ async fn roll_up_routed(
         dsel = dsel.join(", "),
         lead = lead.join(", ")
     );
-    let stage = progress.stage(&format!("{}: contributions routed to {n} parts in {slots} chunks", query.name), 1);
-    let routed = sparse_partition_results(ctx, &name, ROUTE_PAIRS, &sql, slots).await;
+    // Enough tasks that each holds a bounded share of the pairs (see `routing_tasks`).
+    let tasks = routing_tasks(ctx, part_records.iter().sum(), route_task_records());
+    let stage = progress.stage(
+        &format!("{}: contributions routed to {n} parts in {slots} chunks by {tasks} tasks", query.name),
+        1,
+    );
+    let routed = sparse_partition_results(&with_partitions(ctx, tasks), &name, ROUTE_PAIRS, &sql, slots).await;
     let routed = routed.map_err(|e| Error::Engine(format!("routing the pairs of table `{}`: {e}", query.name)))?;
     stage.finish();
     // Every part holds at least one pair (its shards are nonempty); a chunk may be empty.
@@ -312,6 +317,32 @@ fn chunk_records() -> u64 {
     std::env::var("SDCFLOW_CHUNK_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(parts::CHUNK_RECORDS).max(1)
 }
 
+/// Routed records per task of the routing query, on average, at most: 4 chunks of
+/// [`parts::CHUNK_RECORDS`] (about 130 MB of pairs at the 60 M × 7 benchmark's 32 MB a chunk).
+///
+/// Why: the aggregate's groups are few and large (one per chunk), and DataFusion's hash
+/// aggregate can spill only once it holds a batch's worth (8,192) of groups: below that, a
+/// task whose groups outgrow the executor's pool fails (`ResourcesExhausted`). With
+/// `target_partitions` = 4 tasks, the 236 chunks of 60 M rows × 7 variables asked for 1.9 GB in
+/// one task (BENCHMARKS, "Session 25"); the number of tasks must grow with the table instead.
+pub const ROUTE_TASK_RECORDS: u64 = 4 * parts::CHUNK_RECORDS;
+
+/// [`ROUTE_TASK_RECORDS`], or the environment variable `SDCFLOW_ROUTE_TASK_RECORDS` (tests:
+/// more tasks on small tables; the number of tasks never changes an output).
+fn route_task_records() -> u64 {
+    std::env::var("SDCFLOW_ROUTE_TASK_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(ROUTE_TASK_RECORDS).max(1)
+}
+
+/// Partitions (tasks a stage) of the routing query for `records` routed records: the
+/// session's `target_partitions`, or more so that each task holds about `per_task` records'
+/// pairs at most. A partition count applies to every stage of the query (DataFusion plans each
+/// hash repartition with `target_partitions`), so it is not simply one per chunk: that made the
+/// shuffles hundreds of tasks × hundreds of files on small tables.
+fn routing_tasks(ctx: &SessionContext, records: u64, per_task: u64) -> usize {
+    let configured = ctx.state().config().options().execution.target_partitions;
+    configured.max(records.div_ceil(per_task.max(1)) as usize)
+}
+
 /// One part's scratch file: a single row `(part_id, inputs)`.
 pub(crate) fn part_file(part: usize, inputs: Vec<u8>) -> Result<Vec<u8>> {
     index_file(&[part as u64], &[inputs.as_slice()])
@@ -328,4 +359,26 @@ fn index_file(parts: &[u64], inputs: &[&[u8]]) -> Result<Vec<u8>> {
         vec![Arc::new(UInt64Array::from(parts.to_vec())), Arc::new(LargeBinaryArray::from_vec(inputs.to_vec()))],
     )?;
     parquet_bytes(&batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::SessionConfig;
+
+    /// The routing query keeps the session's partitions on small tables and gets one task per
+    /// `per_task` routed records on large ones (60 M × 7: 236 chunks in 4 tasks failed in a
+    /// 1 GiB pool); [`with_partitions`] carries the count to the plan.
+    #[test]
+    fn routing_tasks_grow_with_the_routed_records() {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+        assert_eq!(routing_tasks(&ctx, 1000, ROUTE_TASK_RECORDS), 4);
+        assert_eq!(routing_tasks(&ctx, 4 * ROUTE_TASK_RECORDS, ROUTE_TASK_RECORDS), 4);
+        assert_eq!(routing_tasks(&ctx, 4 * ROUTE_TASK_RECORDS + 1, ROUTE_TASK_RECORDS), 5);
+        // 60 M × 7: 47 parts, ~212 Mi routed records.
+        assert_eq!(routing_tasks(&ctx, 212 << 20, ROUTE_TASK_RECORDS), 53);
+        let wide = with_partitions(&ctx, 53);
+        assert_eq!(wide.state().config().options().execution.target_partitions, 53);
+        assert_eq!(routing_tasks(&wide, 10, 0), 53, "a zero budget counts as one record a task");
+    }
 }

@@ -465,14 +465,21 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_kills_whi
     assert!(pairs >= 300 && to_client < pairs, "the client received {to_client} rows for {pairs} pairs");
 
     // Parts routed in several chunks each (at most 40 records a chunk: the part of the leading
-    // totals has every pair) roll up to the same bytes; the client gets a row per chunk.
+    // totals has every pair) roll up to the same bytes; the client gets a row per chunk. At
+    // most 100 routed records a routing task: more tasks than `target_partitions` (a large
+    // table's routing; the count is in the stage line), the same bytes.
     let (code, err) = run_bounded_env(
         dir,
-        &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "chunked"],
-        &[("SDCFLOW_CHUNK_RECORDS", "40")],
+        &["run", "job.toml", "--cluster", &cluster, "--out", "chunked"],
+        &[("SDCFLOW_CHUNK_RECORDS", "40"), ("SDCFLOW_ROUTE_TASK_RECORDS", "100")],
         limit,
     );
     assert_eq!(code, 0, "{err}");
+    let tasks: usize = err
+        .lines()
+        .find_map(|l| l.split(" chunks by ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no routing stage line:\n{err}"));
+    assert!(tasks > 4, "{tasks} routing tasks for 100 records a task");
     assert_same_tree(dir, "local", "chunked");
     let (chunked_pairs, chunked_to_client) = routed_inputs(dir, "chunked");
     assert_eq!(chunked_pairs, pairs, "the same pairs, in chunks");
