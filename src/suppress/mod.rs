@@ -830,8 +830,9 @@ pub(crate) mod tests {
             let p = protect(&t, &opts(m)).unwrap();
             assert!((p.secondary_cost - 42.0).abs() < 1e-9, "{m:?}: {}", p.secondary_cost);
             let lb = p.lower_bound.unwrap();
-            assert!((lb - 42.0).abs() < 1e-6 * 42.0, "{m:?}: {lb}");
-            assert!(p.gap.unwrap() < 1e-6, "{m:?}");
+            // The volume algorithm approaches the LP's value from below (here within ~1e-6).
+            assert!(lb <= 42.0 && (lb - 42.0).abs() < 1e-5 * 42.0, "{m:?}: {lb}");
+            assert!(p.gap.unwrap() < 1e-5, "{m:?}");
         }
         // Steered by a far worse pattern the Lagrangian still gets there, and never above.
         let lb = bound::secondary_cost_bound(&Problem::from_table(&t, None), Some(100.0));
