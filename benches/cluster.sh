@@ -35,7 +35,8 @@ run_mode() { # mode, extra args...
   # what the shuffles (and spills) held on disk at once.
   echo 0 > "$WORK/$mode.disk"
   ( peak=0; while sleep 0.5; do
-      now=$(du -sb "$WORK/$mode"-exec-*-work 2>/dev/null | awk '{s += $1} END {print s + 0}')
+      # printf, not print: awk prints sums above 2^31 as 4.58e+09, which `[ -gt ]` refuses.
+      now=$(du -sb "$WORK/$mode"-exec-*-work 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}')
       [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$WORK/$mode.disk"
     done ) &
   local sampler=$!
