@@ -256,10 +256,8 @@ async fn roll_up_routed(
     );
     // Enough tasks that each holds a bounded share of the pairs (see `routing_tasks`).
     let tasks = routing_tasks(ctx, part_records.iter().sum(), route_task_records());
-    let stage = progress.stage(
-        &format!("{}: contributions routed to {n} parts in {slots} chunks by {tasks} tasks", query.name),
-        1,
-    );
+    let stage = progress
+        .stage(&format!("{}: contributions routed to {n} parts in {slots} chunks by {tasks} tasks", query.name), 1);
     let routed = sparse_partition_results(&with_partitions(ctx, tasks), &name, ROUTE_PAIRS, &sql, slots).await;
     let routed = routed.map_err(|e| Error::Engine(format!("routing the pairs of table `{}`: {e}", query.name)))?;
     stage.finish();
