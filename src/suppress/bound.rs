@@ -260,12 +260,12 @@ impl Lagrangian<'_> {
             value += l;
             scale += l;
         }
-        for j in 0..rc.len() {
-            let on = self.free[j] && rc[j] < 0.0;
-            x[j] = f64::from(u8::from(on));
+        for ((&r, &free), xj) in rc.iter().zip(&self.free).zip(x.iter_mut()) {
+            let on = free && r < 0.0;
+            *xj = f64::from(u8::from(on));
             if on {
-                value += rc[j];
-                scale -= rc[j];
+                value += r;
+                scale -= r;
             }
         }
         value - 1e-9 * scale
