@@ -312,15 +312,22 @@ async fn roll_up_routed(
 /// `SDCFLOW_CHUNK_RECORDS` (tests and benchmarks: more, smaller chunks; chunks never change an
 /// output).
 fn chunk_records() -> u64 {
-    std::env::var("SDCFLOW_CHUNK_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(parts::CHUNK_RECORDS).max(1)
+    records_setting("SDCFLOW_CHUNK_RECORDS", parts::CHUNK_RECORDS)
+}
+
+/// A count of records from the environment variable `name` (tests and benchmarks), else
+/// `default`; at least 1.
+fn records_setting(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default).max(1)
 }
 
 /// Routed records per task of the routing query, on average, at most: 4 chunks of
 /// [`parts::CHUNK_RECORDS`] (about 130 MB of pairs at the 60 M × 7 benchmark's 32 MB a chunk).
 ///
-/// Why: the aggregate's groups are few and large (one per chunk), and DataFusion's hash
-/// aggregate can spill only once it holds a batch's worth (8,192) of groups: below that, a
-/// task whose groups outgrow the executor's pool fails (`ResourcesExhausted`). With
+/// Why: the aggregate's groups are few and large (one per chunk), and when the pool refuses,
+/// DataFusion's hash aggregate spills them as one sorted run and reads every run back at once
+/// to merge, so a task whose groups outgrow the executor's pool still fails
+/// (`ResourcesExhausted`). With
 /// `target_partitions` = 4 tasks, the 236 chunks of 60 M rows × 7 variables asked for 1.9 GB in
 /// one task (BENCHMARKS, "Session 25"); the number of tasks must grow with the table instead.
 pub const ROUTE_TASK_RECORDS: u64 = 4 * parts::CHUNK_RECORDS;
@@ -328,7 +335,7 @@ pub const ROUTE_TASK_RECORDS: u64 = 4 * parts::CHUNK_RECORDS;
 /// [`ROUTE_TASK_RECORDS`], or the environment variable `SDCFLOW_ROUTE_TASK_RECORDS` (tests:
 /// more tasks on small tables; the number of tasks never changes an output).
 fn route_task_records() -> u64 {
-    std::env::var("SDCFLOW_ROUTE_TASK_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(ROUTE_TASK_RECORDS).max(1)
+    records_setting("SDCFLOW_ROUTE_TASK_RECORDS", ROUTE_TASK_RECORDS)
 }
 
 /// Partitions (tasks a stage) of the routing query for `records` routed records: the
