@@ -7,7 +7,9 @@
 #   MODES="local standalone one two four" (default "local one two four")
 #   TASKS = concurrent tasks per executor (default 1), EXEC_MEM_MB = each executor's
 #   --memory-limit-mb (default 1024), EXEC_THREADS = RAYON_NUM_THREADS of each executor (default
-#   TASKS), so that N executors are N single-thread workers whatever the machine. DROP_OUTPUTS=1
+#   TASKS), so that N executors are N single-thread workers whatever the machine. HOST_SLOTS =
+#   each executor's --host-slots (default: the executor's, the host's cores; 0: no limit, so
+#   more executors than cores time-share them). DROP_OUTPUTS=1
 #   removes each cluster mode's output once compared with local mode's (large tables).
 # The client's stage lines (records per leading node, routing, roll-up and writing of the parts) are
 # printed below each mode's line (its log is WORK_DIR/<mode>.log).
@@ -36,7 +38,9 @@ run_mode() { # mode, extra args...
   echo 0 > "$WORK/$mode.disk"
   ( peak=0; while sleep 0.5; do
       # printf, not print: awk prints sums above 2^31 as 4.58e+09, which `[ -gt ]` refuses.
-      now=$(du -sb "$WORK/$mode"-exec-*-work 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}')
+      # `|| true`: du fails when a shuffle file vanishes under it, and with `set -e` and
+      # pipefail that failure ended this sampler silently (peaks recorded too low).
+      now=$(du -sb "$WORK/$mode"-exec-*-work 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}') || true
       [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$WORK/$mode.disk"
     done ) &
   local sampler=$!
@@ -69,7 +73,8 @@ start_executor() { # name
   rm -rf "${WORK:?}/$1-work"; mkdir -p "$WORK/$1-work"
   RAYON_NUM_THREADS=$EXEC_THREADS "$BIN" executor --bind-host 127.0.0.1 --port "$p" --grpc-port "$g" \
     --scheduler-host 127.0.0.1 --scheduler-port "$SPORT" --concurrent-tasks "$TASKS" \
-    --memory-limit-mb "$EXEC_MEM_MB" --work-dir "$WORK/$1-work" > "$WORK/$1.log" 2>&1 &
+    --memory-limit-mb "$EXEC_MEM_MB" ${HOST_SLOTS:+--host-slots "$HOST_SLOTS"} --work-dir "$WORK/$1-work" \
+    > "$WORK/$1.log" 2>&1 &
   PIDS+=($!)
   EXEC_PIDS+=($!)
 }
