@@ -146,6 +146,11 @@ pub enum Command {
         /// directory beyond it (default: 70 % of the machine's or container's memory).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         memory_limit_mb: Option<u64>,
+        /// Tasks that this cluster's executors on this host run at once, all together (default:
+        /// the host's cores; 0: no limit). More executors than cores then queue instead of
+        /// time-sharing the cores.
+        #[arg(long)]
+        host_slots: Option<usize>,
         /// Fault injection for tests: sleep this many milliseconds before each subtable.
         #[arg(long, default_value_t = 0, hide = true)]
         test_solve_delay_ms: u64,
@@ -290,6 +295,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
             concurrent_tasks,
             work_dir,
             memory_limit_mb,
+            host_slots,
             test_solve_delay_ms,
             test_scan_delay_ms,
             test_tamper_results,
@@ -306,6 +312,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                     .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)),
                 work_dir,
                 memory_limit_mb,
+                host_slots,
                 test_solve_delay_ms,
                 test_scan_delay_ms,
                 test_tamper_results,

@@ -14,6 +14,7 @@
 //! scheduler and executors open any `s3://`
 //! bucket from the `AWS_*` environment. README.md ("Distribution") explains the choice.
 
+pub mod host_slots;
 pub mod part_agg;
 pub mod roll_up;
 pub mod ship;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_core::RuntimeProducer;
+use ballista_executor::execution_engine::{DefaultExecutionEngine, ExecutionEngine};
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
@@ -137,6 +139,9 @@ pub struct ExecutorOptions {
     /// Memory for the operators of all running tasks together, in MiB; beyond it they spill
     /// to `work_dir`. `None`: Ballista's default, 70 % of the machine's (or cgroup's) memory.
     pub memory_limit_mb: Option<u64>,
+    /// Tasks run at once by this cluster's executors on this host together
+    /// ([`host_slots`]); `None`: the host's cores; `Some(0)`: no limit.
+    pub host_slots: Option<usize>,
     /// Fault injection for tests: sleep this long before each subtable (0 = off).
     pub test_solve_delay_ms: u64,
     /// Fault injection for tests: sleep this long in each batch through
@@ -181,6 +186,18 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     udf::set_test_tamper_results(o.test_tamper_results);
     udf::set_test_roll_up_delay_ms(o.test_roll_up_delay_ms);
     udf::set_test_route_delay_ms(o.test_route_delay_ms);
+    // Tasks wait for one of the host's slots (see `host_slots`), unless switched off. The
+    // gated engine wraps Ballista's own, without its connection pool for shuffle reads (that
+    // type is private to ballista-executor; Ballista runs the same way with `client_ttl = 0`):
+    // a remote shuffle read connects anew.
+    let engine: Option<Arc<dyn ExecutionEngine>> = match o.host_slots {
+        Some(0) => None,
+        slots => {
+            let slots = host_slots::HostSlots::for_cluster(&o.scheduler_host, o.scheduler_port, slots)
+                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            Some(Arc::new(host_slots::GatedEngine::new(Arc::new(DefaultExecutionEngine::new()), slots)))
+        }
+    };
     let config = ExecutorProcessConfig {
         executor_id,
         bind_host: o.bind_host.clone(),
@@ -204,6 +221,7 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
         memory_pool_size: o.memory_limit_mb.map(|mb| mb.max(1) * 1024 * 1024),
         override_function_registry: Some(Arc::new(registry)),
         override_runtime_producer: Some(runtime),
+        override_execution_engine: engine,
         ..Default::default()
     };
     start_executor_process(Arc::new(config)).await.map_err(|e| Error::Engine(format!("executor: {e}")))
