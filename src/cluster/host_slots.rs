@@ -61,7 +61,8 @@ impl HostSlots {
         Self::new(&std::env::temp_dir().join("sdcflow-host-slots").join(scope), cores)
     }
 
-    /// A free slot, or `None` when every slot is held.
+    /// A free slot, or `None` when every slot is held. Each try opens the files anew: `flock`
+    /// belongs to an open file, so two tasks of one executor sharing a handle would both get it.
     pub fn try_acquire(&self) -> std::io::Result<Option<Slot>> {
         for path in &self.files {
             let file = OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
@@ -131,7 +132,7 @@ struct GatedStage {
 
 impl std::fmt::Display for GatedStage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.inner.fmt(f)
+        std::fmt::Display::fmt(&self.inner, f)
     }
 }
 
