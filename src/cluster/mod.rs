@@ -173,6 +173,7 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
         }
     };
     let wd = work_dir.clone();
+    crate::tabulate::parts::set_spill_dir(std::path::PathBuf::from(&work_dir));
     let runtime: RuntimeProducer = Arc::new(move |_| runtime_env(Some(&wd)));
     let executor_id = format!(
         "{}-{}-{}",

@@ -23,7 +23,6 @@
 use super::lattice::{self, CellStats, Lattice, Pairs, Shard, Share};
 use super::{to_cells, Cells, SCALE_F};
 use crate::error::{Error, Result};
-use std::collections::VecDeque;
 
 /// Default upper bound of the cells of one part (`[engine] part_cells`): a part closes once
 /// the cell bounds of its shards reach it.
@@ -216,12 +215,23 @@ pub fn roll_up_chunks(
 /// Chunks of a part rolled up together at most. A part in more chunks (the part of the
 /// leading totals holds every pair of the table) is rolled up a round of chunks at a time and
 /// the rounds' cells are summed ([`CellStats::merge`]: the rounds' contributors are disjoint),
-/// so a roll-up task holds at most this many chunks' pairs (about 8 Mi records) besides the
-/// part's cells, however many rows the table has. The price: each round produces the part's
-/// cells again and merges them. 8, not 4: at 60 M rows of the benchmark job the executor's
-/// peak stayed at the routing stage's (1.59 against 1.58 GB) while the totals part's roll-up
-/// at 20 M took 5.4 instead of 6.7 s (one go: 5.2 s; BENCHMARKS, "Session 24").
+/// so a roll-up task holds at most this many chunks' pairs (about 8 Mi records), however many
+/// rows the table has. The price: each round produces the part's cells again and merges them.
+/// 8, not 4: at 60 M rows of the benchmark job the executor's peak stayed at the routing
+/// stage's (1.59 against 1.58 GB) while the totals part's roll-up at 20 M took 5.4 instead of
+/// 6.7 s (one go: 5.2 s; BENCHMARKS, "Session 24").
 pub const ROUND_CHUNKS: usize = 8;
+
+/// Where the cells summed over a part's rounds wait for the next round ([`SpillFile`]): the
+/// executor's work directory once [`set_spill_dir`] is called, else the system's temporary
+/// directory.
+static SPILL_DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Puts the files of the rounds' summed cells into `dir` (an executor's `--work-dir`, with its
+/// shuffle and spill files); the first call wins.
+pub fn set_spill_dir(dir: std::path::PathBuf) {
+    let _ = SPILL_DIR.set(dir);
+}
 
 /// A cell key with its statistics.
 type Stat<const N: usize> = (u128, CellStats<N>);
@@ -237,26 +247,33 @@ fn roll_up_chunks_with<const N: usize>(
         return roll_up_decoded(layout, inputs, shards, sink);
     }
     let lat = Lattice::new(&layout.dims)?;
-    // The cells summed so far, in key order, in the blocks the roll-up handed over.
-    let mut summed: VecDeque<Vec<Stat<N>>> = VecDeque::new();
+    let dir = SPILL_DIR.get().cloned().unwrap_or_else(std::env::temp_dir);
+    // The cells summed so far, in key order, on disk: a part's cells (up to `part_cells`,
+    // ~100 bytes each) held in memory beside a round's pairs took the executor's peak to
+    // 1.75 GB in a 1 GiB pool at 60 M × 7 (BENCHMARKS, "Session 27"); streamed through a file,
+    // a round holds its pairs and one block of cells.
+    let mut summed: Option<SpillFile> = None;
     let mut round = Some((inputs, shards));
     while let Some((inputs, shards)) = round.take() {
-        let mut old: VecDeque<std::iter::Peekable<std::vec::IntoIter<Stat<N>>>> =
-            std::mem::take(&mut summed).into_iter().map(|b| b.into_iter().peekable()).collect();
+        let mut old = summed.take().map(SpillFile::read::<N>).transpose()?;
+        let mut next = SpillFile::create(&dir)?;
         let mut last = None;
-        roll_up_stats(&lat, inputs, shards, &mut |block| {
-            summed.push_back(sum_in_order(&mut old, block, &mut last)?);
-            Ok(())
-        })?;
-        summed.extend(old.into_iter().map(|rest| rest.collect::<Vec<_>>()));
+        roll_up_stats(&lat, inputs, shards, &mut |block| sum_in_order(old.as_mut(), block, &mut last, &mut next))?;
+        if let Some(old) = old.as_mut() {
+            while let Some(cell) = old.next_stat()? {
+                next.write(&cell)?;
+            }
+        }
+        summed = Some(next);
         if chunks.peek().is_some() {
             round = Some(merge_chunks::<N>(&mut chunks.by_ref().take(ROUND_CHUNKS))?);
         }
     }
     // One batch a shard, as a part rolled up at once hands them over: the writers' pages
     // follow the batches, so other cuts would give other bytes.
+    let mut cells = summed.expect("one round at least").read::<N>()?;
     let mut shard: Vec<Stat<N>> = Vec::new();
-    for cell in summed.into_iter().flatten() {
+    while let Some(cell) = cells.next_stat()? {
         if shard.last().is_some_and(|last| lat.shard_prefix(last.0) != lat.shard_prefix(cell.0)) {
             sink(to_cells(layout.top_n, layout.weighted, &layout.dims, &lat, std::mem::take(&mut shard)))?;
         }
@@ -268,33 +285,135 @@ fn roll_up_chunks_with<const N: usize>(
     Ok(())
 }
 
-/// Sums `block` (the next cells of a round, in key order, after `last`) into the cells of the
-/// earlier rounds (`old`, in key order, consumed as far as the block reaches): the cells of
-/// `old` before the block's last key, merged or not, in key order.
+/// Writes `block` (the next cells of a round, in key order, after `last`) summed with the
+/// cells of the earlier rounds (`old`, in key order, read as far as the block reaches) to
+/// `out`: the cells up to the block's last key, merged or not, in key order.
 fn sum_in_order<const N: usize>(
-    old: &mut VecDeque<std::iter::Peekable<std::vec::IntoIter<Stat<N>>>>,
+    mut old: Option<&mut SpillReader<N>>,
     block: Vec<Stat<N>>,
     last: &mut Option<u128>,
-) -> Result<Vec<Stat<N>>> {
-    let mut out = Vec::with_capacity(block.len());
+    out: &mut SpillFile,
+) -> Result<()> {
     for (key, mut stats) in block {
         if last.is_some_and(|l| l >= key) {
             return Err(Error::Internal("a part's roll-up handed its cells out of key order".into()));
         }
         *last = Some(key);
-        while let Some(front) = old.front_mut() {
-            match front.peek() {
-                None => {
-                    old.pop_front();
+        if let Some(old) = old.as_deref_mut() {
+            while let Some(k) = old.peek_key()? {
+                if k > key {
+                    break;
                 }
-                Some(&(k, _)) if k < key => out.push(front.next().expect("peeked")),
-                Some(&(k, _)) if k == key => stats.merge(&front.next().expect("peeked").1),
-                Some(_) => break,
+                let (_, earlier) = old.next_stat()?.expect("peeked");
+                if k == key {
+                    stats.merge(&earlier);
+                } else {
+                    out.write(&(k, earlier))?;
+                }
             }
         }
-        out.push((key, stats));
+        out.write(&(key, stats))?;
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The cells summed over a part's rounds so far, in key order, in an anonymous file (removed
+/// by the system when closed, so a killed task leaves nothing behind).
+struct SpillFile {
+    out: std::io::BufWriter<std::fs::File>,
+    dir: std::path::PathBuf,
+    /// One cell's bytes.
+    cell: Out,
+}
+
+impl SpillFile {
+    fn create(dir: &std::path::Path) -> Result<Self> {
+        let file = tempfile::tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+        let out = std::io::BufWriter::with_capacity(1 << 20, file);
+        Ok(Self { out, dir: dir.to_path_buf(), cell: Out(Vec::with_capacity(CELL_BYTES + 8 * 8)) })
+    }
+
+    /// Appends one cell: key, counts, sums, then the used entries of the top list.
+    fn write<const N: usize>(&mut self, (key, s): &Stat<N>) -> Result<()> {
+        use std::io::Write;
+        let b = &mut self.cell;
+        b.0.clear();
+        b.u128(*key);
+        b.u64(s.freq);
+        b.u64(s.records);
+        b.i128(s.value);
+        b.i128(s.weight);
+        b.u8(s.ntop);
+        for &x in &s.top[..s.ntop as usize] {
+            b.u64(x.to_bits());
+        }
+        self.out.write_all(&b.0).map_err(|e| Error::io(&self.dir, e))
+    }
+
+    /// The cells written, from the first.
+    fn read<const N: usize>(self) -> Result<SpillReader<N>> {
+        use std::io::Seek;
+        let dir = self.dir;
+        let mut file = self.out.into_inner().map_err(|e| Error::io(&dir, e.into_error()))?;
+        file.rewind().map_err(|e| Error::io(&dir, e))?;
+        Ok(SpillReader { r: std::io::BufReader::with_capacity(1 << 20, file), dir, peeked: None })
+    }
+}
+
+/// Bytes of a spilled cell before its top list: key, freq, records, value, weight, ntop.
+const CELL_BYTES: usize = 16 + 8 + 8 + 16 + 16 + 1;
+
+/// Reads a [`SpillFile`] back, one cell at a time.
+struct SpillReader<const N: usize> {
+    r: std::io::BufReader<std::fs::File>,
+    dir: std::path::PathBuf,
+    peeked: Option<Stat<N>>,
+}
+
+impl<const N: usize> SpillReader<N> {
+    /// The key of the next cell, if any.
+    fn peek_key(&mut self) -> Result<Option<u128>> {
+        if self.peeked.is_none() {
+            self.peeked = self.read_stat()?;
+        }
+        Ok(self.peeked.as_ref().map(|c| c.0))
+    }
+
+    fn next_stat(&mut self) -> Result<Option<Stat<N>>> {
+        match self.peeked.take() {
+            Some(c) => Ok(Some(c)),
+            None => self.read_stat(),
+        }
+    }
+
+    fn read_stat(&mut self) -> Result<Option<Stat<N>>> {
+        use std::io::{BufRead, Read};
+        let at_end = self.r.fill_buf().map_err(|e| Error::io(&self.dir, e))?.is_empty();
+        if at_end {
+            return Ok(None);
+        }
+        let mut fixed = [0u8; CELL_BYTES];
+        self.r.read_exact(&mut fixed).map_err(|e| Error::io(&self.dir, e))?;
+        let mut f = In(&fixed);
+        let key = f.u128()?;
+        let mut s = CellStats::<N> {
+            freq: f.u64()?,
+            records: f.u64()?,
+            value: f.i128()?,
+            weight: f.i128()?,
+            ..Default::default()
+        };
+        s.ntop = f.u8()?;
+        if s.ntop as usize > N {
+            return Err(Error::Internal(format!("a spilled cell with {} top entries of {N}", s.ntop)));
+        }
+        for j in 0..s.ntop as usize {
+            let mut x = [0u8; 8];
+            self.r.read_exact(&mut x).map_err(|e| Error::io(&self.dir, e))?;
+            s.top[j] = f64::from_le_bytes(x);
+        }
+        Ok(Some((key, s)))
+    }
 }
 
 /// The inputs and shards of a part from its chunks (see [`roll_up_chunks`]); each chunk's
