@@ -336,18 +336,9 @@ impl SpillFile {
     /// Appends one cell: key, counts, sums, then the used entries of the top list.
     fn write<const N: usize>(&mut self, (key, s): &Stat<N>) -> Result<()> {
         use std::io::Write;
-        let b = &mut self.cell;
-        b.0.clear();
-        b.u128(*key);
-        b.u64(s.freq);
-        b.u64(s.records);
-        b.i128(s.value);
-        b.i128(s.weight);
-        b.u8(s.ntop);
-        for &x in &s.top[..s.ntop as usize] {
-            b.u64(x.to_bits());
-        }
-        self.out.write_all(&b.0).map_err(|e| Error::io(&self.dir, e))
+        self.cell.0.clear();
+        self.cell.stat(*key, s);
+        self.out.write_all(&self.cell.0).map_err(|e| Error::io(&self.dir, e))
     }
 
     /// The cells written, from the first.
@@ -394,20 +385,12 @@ impl<const N: usize> SpillReader<N> {
         }
         let mut fixed = [0u8; CELL_BYTES];
         self.r.read_exact(&mut fixed).map_err(|e| Error::io(&self.dir, e))?;
-        let mut f = In(&fixed);
-        let key = f.u128()?;
-        let mut s = CellStats::<N> {
-            freq: f.u64()?,
-            records: f.u64()?,
-            value: f.i128()?,
-            weight: f.i128()?,
-            ..Default::default()
-        };
-        s.ntop = f.u8()?;
-        if s.ntop as usize > N {
-            return Err(Error::Internal(format!("a spilled cell with {} top entries of {N}", s.ntop)));
+        let (key, mut s, ntop) = In(&fixed).stat_head::<N>()?;
+        if ntop > N {
+            return Err(Error::Internal(format!("a spilled cell with {ntop} top entries of {N}")));
         }
-        for j in 0..s.ntop as usize {
+        s.ntop = ntop as u8;
+        for j in 0..ntop {
             let mut x = [0u8; 8];
             self.r.read_exact(&mut x).map_err(|e| Error::io(&self.dir, e))?;
             s.top[j] = f64::from_le_bytes(x);
@@ -476,6 +459,19 @@ impl Out {
     fn u128(&mut self, x: u128) {
         self.0.extend_from_slice(&x.to_le_bytes());
     }
+    /// A cell: key, counts, sums, the number of top entries, then the used entries (the leaves
+    /// of a payload, and the cells spilled between rounds).
+    fn stat<const N: usize>(&mut self, key: u128, s: &CellStats<N>) {
+        self.u128(key);
+        self.u64(s.freq);
+        self.u64(s.records);
+        self.i128(s.value);
+        self.i128(s.weight);
+        self.u8(s.ntop);
+        for &x in &s.top[..s.ntop as usize] {
+            self.u64(x.to_bits());
+        }
+    }
 }
 
 /// Little-endian reader of a payload; every read is bounds-checked (a broken payload is an
@@ -505,6 +501,19 @@ impl In<'_> {
     }
     fn u128(&mut self) -> Result<u128> {
         Ok(u128::from_le_bytes(self.take()?))
+    }
+    /// The first [`CELL_BYTES`] of an [`Out::stat`] cell: its key, its statistics without the
+    /// top list, and the number of top entries that follow.
+    fn stat_head<const N: usize>(&mut self) -> Result<(u128, CellStats<N>, usize)> {
+        let key = self.u128()?;
+        let s = CellStats::<N> {
+            freq: self.u64()?,
+            records: self.u64()?,
+            value: self.i128()?,
+            weight: self.i128()?,
+            ..Default::default()
+        };
+        Ok((key, s, self.u8()? as usize))
     }
     fn f64(&mut self) -> Result<f64> {
         Ok(f64::from_bits(self.u64()?))
@@ -548,15 +557,7 @@ fn encode<const N: usize>(inputs: &Inputs<'_, N>, shards: Vec<Shard>) -> Vec<u8>
             o.u64(members.len() as u64);
             for &i in &members {
                 let (k, s) = &l[i as usize];
-                o.u128(*k);
-                o.u64(s.freq);
-                o.u64(s.records);
-                o.i128(s.value);
-                o.i128(s.weight);
-                o.u8(s.ntop);
-                for &x in &s.top[..s.ntop as usize] {
-                    o.u64(x.to_bits());
-                }
+                o.stat(*k, s);
             }
         }
     }
@@ -594,15 +595,7 @@ fn decode<const N: usize>(data: &[u8]) -> Result<(Decoded<N>, Vec<Shard>)> {
         LEAVES => {
             let mut l = Vec::with_capacity(n);
             for _ in 0..n {
-                let k = r.u128()?;
-                let mut s = CellStats::<N> {
-                    freq: r.u64()?,
-                    records: r.u64()?,
-                    value: r.i128()?,
-                    weight: r.i128()?,
-                    ..Default::default()
-                };
-                let ntop = r.u8()? as usize;
+                let (k, mut s, ntop) = r.stat_head::<N>()?;
                 for j in 0..ntop {
                     let x = r.f64()?;
                     if j < N {
