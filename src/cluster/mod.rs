@@ -188,9 +188,10 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     udf::set_test_roll_up_delay_ms(o.test_roll_up_delay_ms);
     udf::set_test_route_delay_ms(o.test_route_delay_ms);
     // Tasks wait for one of the host's slots (see `host_slots`), unless switched off. The
-    // gated engine wraps Ballista's own, without its connection pool for shuffle reads (that
-    // type is private to ballista-executor; Ballista runs the same way with `client_ttl = 0`):
-    // a remote shuffle read connects anew.
+    // gated engine wraps Ballista's own, without a connection pool for shuffle reads (Ballista's
+    // `DefaultBallistaClientPool` is private to ballista-executor; a pool of our own would
+    // implement the public `ballista_core::client_pool::BallistaClientPool`, not done): a remote
+    // shuffle read connects anew, as Ballista's own executors do with `client_ttl = 0`.
     let engine: Option<Arc<dyn ExecutionEngine>> = match o.host_slots {
         Some(0) => None,
         slots => {
