@@ -251,6 +251,12 @@ pub struct SecondarySpec {
     /// options). `false` only for comparisons with tools that do not apply it.
     #[serde(default)]
     pub singleton: Option<bool>,
+    /// Drop trials of the cleanup that un-suppresses secondaries the table does not need (a
+    /// work budget, so the pattern does not depend on machine speed). Default: every candidate
+    /// once for `fast`; for `modular` (and `optimal`'s and `tabu`'s modular start) none without
+    /// the singleton rule and 20,000 attacker LPs with it. More trials trade time for a
+    /// cheaper pattern (BENCHMARKS.md, "Session 29").
+    pub cleanup_trials: Option<usize>,
 }
 
 fn auto() -> String {
@@ -259,7 +265,7 @@ fn auto() -> String {
 
 impl Default for SecondarySpec {
     fn default() -> Self {
-        Self { method: auto(), seed: None, time_limit_s: None, singleton: None }
+        Self { method: auto(), seed: None, time_limit_s: None, singleton: None, cleanup_trials: None }
     }
 }
 
@@ -384,6 +390,8 @@ pub struct TableJob {
     pub time_limit_s: f64,
     /// Whether methods and audits enforce the singleton rule.
     pub singleton_rule: bool,
+    /// Cleanup drop trials asked for (`None`: the method's default).
+    pub cleanup_trials: Option<usize>,
     /// Source view or SQL file.
     pub source: Option<TableSource>,
     /// A-priori file, if any.
@@ -591,6 +599,7 @@ impl Job {
                     seed: t.secondary.seed.unwrap_or(1),
                     time_limit_s: t.secondary.time_limit_s.unwrap_or(600.0),
                     singleton_rule: t.secondary.singleton.unwrap_or(true),
+                    cleanup_trials: t.secondary.cleanup_trials,
                     source,
                     apriori: t.apriori.as_ref().map(PathBuf::from),
                     apriori_separator,
@@ -880,5 +889,27 @@ dir = "out"
                 .unwrap();
         assert!(!j.tables[0].singleton_rule);
         assert!(j.linked.is_empty());
+    }
+
+    /// `secondary.cleanup_trials` reaches the table job (absent: the method's default); a
+    /// negative count is refused with the key named.
+    #[test]
+    fn cleanup_trials_key() {
+        let j = Job::parse(Path::new("j.toml"), OK).unwrap();
+        assert_eq!(j.tables[0].cleanup_trials, None);
+        let j = Job::parse(
+            Path::new("j.toml"),
+            &OK.replace("method = \"none\"", "method = \"modular\", cleanup_trials = 400"),
+        )
+        .unwrap();
+        assert_eq!(j.tables[0].cleanup_trials, Some(400));
+        let e = Job::parse(
+            Path::new("j.toml"),
+            &OK.replace("method = \"none\"", "method = \"modular\", cleanup_trials = -1"),
+        )
+        .unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("cleanup_trials") || m.contains("secondary"), "{m}");
+        assert_eq!(e.exit_code(), 2);
     }
 }

@@ -302,12 +302,12 @@ async fn protect_linked_group(
     let stage = progress.stage(&format!("{}: linked secondary suppression ({})", group.join("+"), first.secondary), 1);
     let start = Instant::now();
     let solver = executor.subtable_solver(&group.join("+"));
-    let (method, seed, limit, singleton) = (first.secondary, first.seed, first.time_limit_s, first.singleton_rule);
+    let settings = first.clone();
     // The solver blocks on engine queries: run it off the runtime's worker threads.
     let (owned, protections) = tokio::task::spawn_blocking(move || {
         let mut refs: Vec<(&str, &mut AssessedTable, Option<&crate::protect::AprioriFile>)> =
             owned.iter_mut().map(|(n, a, f)| (n.as_str(), a, f.as_ref())).collect();
-        let ps = crate::protect::protect_linked(&mut refs, method, seed, limit, singleton, &solver);
+        let ps = crate::protect::protect_linked(&mut refs, &settings, &solver);
         ps.map(|ps| (owned, ps))
     })
     .await

@@ -145,22 +145,24 @@ pub fn to_table(a: &AssessedTable) -> Result<Table> {
     Table::new(dims, cells).map_err(|e| Error::Internal(format!("building the table model: {e}")))
 }
 
-/// Solver options for `method` on a problem of `cells` cells (`auto` resolved).
-fn solver_options(
-    method: SecondaryMethod,
-    cells: usize,
-    seed: u64,
-    time_limit_s: f64,
-    singleton_rule: bool,
-) -> Result<ProtectOptions> {
-    let method = match method {
+/// Solver options of table job `t` (its secondary method and settings) on a problem of `cells`
+/// cells (`auto` resolved).
+fn solver_options(t: &TableJob, cells: usize) -> Result<ProtectOptions> {
+    let method = match t.secondary {
         SecondaryMethod::Auto => auto_method(cells),
         SecondaryMethod::Solver(m) => m,
         SecondaryMethod::PrimariesOnly => {
             return Err(Error::Internal("secondary method `none` reached the solver".into()))
         }
     };
-    Ok(ProtectOptions { method, seed, time_limit_s, singleton_rule, ..Default::default() })
+    Ok(ProtectOptions {
+        method,
+        seed: t.seed,
+        time_limit_s: t.time_limit_s,
+        singleton_rule: t.singleton_rule,
+        cleanup_trials: t.cleanup_trials,
+        ..Default::default()
+    })
 }
 
 /// The joint model's error for users (a `[[linked]]` group named `group`): the joint cell the
@@ -236,24 +238,21 @@ pub fn to_table_with(a: &AssessedTable, apriori: Option<&AprioriFile>) -> Result
     Ok(table)
 }
 
-/// Protects `a` in place with `method`, with a-priori information (see
-/// [`read_apriori`]) and the singleton rule on or off; the modular method's subtables are
-/// solved by `solver` (in process, or on the executors of the engine: the cluster path of
-/// `run`). The merged pattern is audited here either way; returns the solver's protection
-/// summary. Status changes of `apriori` must already be applied with [`apply_apriori_statuses`].
-#[allow(clippy::too_many_arguments)]
+/// Protects `a` in place with the secondary method and settings of table job `t` (method, seed,
+/// time limit, singleton rule, cleanup trials), with a-priori information (see
+/// [`read_apriori`]); the modular method's subtables are solved by `solver` (in process, or on
+/// the executors of the engine: the cluster path of `run`). The merged pattern is audited here
+/// either way; returns the solver's protection summary. Status changes of `apriori` must
+/// already be applied with [`apply_apriori_statuses`].
 pub fn protect_with(
-    table_name: &str,
+    t: &TableJob,
     a: &mut AssessedTable,
-    method: SecondaryMethod,
-    seed: u64,
-    time_limit_s: f64,
-    singleton_rule: bool,
     apriori: Option<&AprioriFile>,
     solver: &dyn suppress::SubtableSolver,
 ) -> Result<Protection> {
+    let table_name = t.name.as_str();
     let table = to_table_with(a, apriori)?;
-    let opts = solver_options(method, table.cells().len(), seed, time_limit_s, singleton_rule)?;
+    let opts = solver_options(t, table.cells().len())?;
     let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e, Some(&table)))?;
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
@@ -270,10 +269,9 @@ pub async fn protect_table(
     apriori: Option<AprioriFile>,
 ) -> Result<(AssessedTable, Protection)> {
     let solver = executor.subtable_solver(&t.name);
-    let (name, method, seed, limit, singleton) =
-        (t.name.clone(), t.secondary, t.seed, t.time_limit_s, t.singleton_rule);
+    let t = t.clone();
     tokio::task::spawn_blocking(move || {
-        let p = protect_with(&name, &mut assessed, method, seed, limit, singleton, apriori.as_ref(), &solver)?;
+        let p = protect_with(&t, &mut assessed, apriori.as_ref(), &solver)?;
         Ok((assessed, p))
     })
     .await
@@ -282,13 +280,11 @@ pub async fn protect_table(
 
 /// Protects linked tables jointly ([`suppress::protect_linked_with`], the joint solve and
 /// audit run by `solver`): one status per common cell, one joint audit. `tables` are `(name, assessed table, a-priori file)`; statuses are updated
-/// in place only when the joint audit is clean.
+/// in place only when the joint audit is clean; the secondary settings are those of table job
+/// `settings` (the group's first table).
 pub fn protect_linked(
     tables: &mut [(&str, &mut AssessedTable, Option<&AprioriFile>)],
-    method: SecondaryMethod,
-    seed: u64,
-    time_limit_s: f64,
-    singleton_rule: bool,
+    settings: &TableJob,
     solver: &dyn suppress::SubtableSolver,
 ) -> Result<Vec<Protection>> {
     let names: Vec<&str> = tables.iter().map(|t| t.0).collect();
@@ -296,7 +292,7 @@ pub fn protect_linked(
     check_linked_conflicts(tables)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let cells = models.iter().map(|t| t.cells().len()).sum();
-    let opts = solver_options(method, cells, seed, time_limit_s, singleton_rule)?;
+    let opts = solver_options(settings, cells)?;
     let ps = suppress::protect_linked_with(&models, &opts, solver)
         .map_err(|e| linked_protection_error(&group, e, &names, &models))?;
     for p in &ps {
