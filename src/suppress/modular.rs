@@ -177,9 +177,11 @@ const SUBTABLE_EXACT_BUDGET: (usize, usize, usize, f64) = (3, 10, 30, 0.005);
 /// `opts` with the exact model's budgets of one subtable ([`SUBTABLE_EXACT_BUDGET`]). Fixed,
 /// not capped by `opts`: those are the budgets of a whole-table exact search, which starts
 /// from HiTaS's pattern on large tables and must not get a worse start for a smaller budget.
+/// The same for the cleanup: `cleanup_trials` is the budget of the whole table's cleanup
+/// (`secondary.cleanup_trials`), not of each subtable's.
 fn subtable_options(opts: &ProtectOptions) -> ProtectOptions {
     let (master_solves, mip_nodes, optimal_lp_rounds, optimal_gap) = SUBTABLE_EXACT_BUDGET;
-    ProtectOptions { master_solves, mip_nodes, optimal_lp_rounds, optimal_gap, ..opts.clone() }
+    ProtectOptions { master_solves, mip_nodes, optimal_lp_rounds, optimal_gap, cleanup_trials: None, ..opts.clone() }
 }
 
 /// Sensitive cells plus marginals equal to a sensitive part (or parts equal to a sensitive
