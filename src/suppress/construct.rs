@@ -83,7 +83,7 @@ impl Work<'_, '_> {
     /// its cells primary spent 450 s of a 300 s limit here before failing in the repair).
     pub fn cover(&mut self, deadline: &Deadline) -> Result<Vec<u32>, SuppressError> {
         let p = self.p;
-        let Some(geom) = p.geom.as_deref() else {
+        let Some(geom) = p.geometry() else {
             return Ok((0..p.sens.len() as u32).map(|k| p.sens[k as usize].cell).collect());
         };
         let stop = || if deadline.wall_reached() { Err(deadline.error("the hypercube cover")) } else { Ok(()) };
@@ -181,7 +181,7 @@ impl Work<'_, '_> {
                     .take(5)
                     .map(|&k| format!(
                         " {:?} req {}",
-                        p.geom.as_ref().map(|g| g.coord(p.sens[k].cell)),
+                        p.geometry().map(|g| g.coord(p.sens[k].cell)),
                         requirement(&p.sens[k])
                     ))
                     .collect::<String>()
@@ -495,7 +495,7 @@ mod tests {
         publish_marginals(&mut t);
         let a = primary(&mut t, &[1, 1], 3.0);
         let p = Problem::from_table(&t, None);
-        let geom = p.geom.clone().unwrap();
+        let geom = p.geometry().unwrap();
         let accept = |c: usize| (p.capacity(c) >= 3.0 && p.fix[c] == Fix::Free).then_some(p.cost[c]);
         assert!(geom.cheapest_cube(a as u32, &accept, 10_000).is_none(), "a single rectangle would do");
         let mut w = Work::new(&p, p.initial());
@@ -522,7 +522,7 @@ mod tests {
         let mut t = grid(&vals, None);
         let a = primary(&mut t, &[1, 1], 3.0);
         let p = Problem::from_table(&t, None);
-        let geom = p.geom.clone().unwrap();
+        let geom = p.geometry().unwrap();
         let accept = |c: usize| (p.capacity(c) >= 3.0).then_some(p.cost[c]);
         let (_, cube) = geom.ancestor_cube(a as u32, &accept, 1000).unwrap();
         let mut cells: Vec<u32> = cube.iter().map(|&(c, _)| c).collect();
@@ -578,9 +578,9 @@ mod tests {
         publish_marginals(&mut t);
         let a = primary(&mut t, &[1, 1], 3.0);
         let p = Problem::from_table(&t, None);
-        let geom = p.geom.clone().unwrap();
-        assert!(multi_cube(&p, &geom, &p.initial(), 0, 10_000).is_none());
-        let moves = box_cover(&p, &geom, &p.initial(), 0).unwrap();
+        let geom = p.geometry().unwrap();
+        assert!(multi_cube(&p, geom, &p.initial(), 0, 10_000).is_none());
+        let moves = box_cover(&p, geom, &p.initial(), 0).unwrap();
         assert_eq!(moves.len(), 2);
         for (_, z) in &moves {
             assert_eq!(z.len(), 6, "{z:?}");

@@ -87,7 +87,7 @@ impl State<'_, '_> {
     /// Cheapest cube for sensitive `k` against the current state (own cube not counted).
     fn search(&self, k: usize) -> Option<(f64, Cube)> {
         let p = self.p;
-        let geom = p.geom.as_deref()?;
+        let geom = p.geometry()?;
         let s = &p.sens[k];
         let req = requirement(s);
         let own = self.cubes[k].as_deref().unwrap_or(&[]);

@@ -51,8 +51,31 @@ pub(crate) struct Problem<'a> {
     pub status: Vec<CellStatus>,
     pub sens: Vec<Sensitive>,
     pub sens_of: FastMap<u32, u32>,
-    /// Table geometry for combinatorial witnesses (`None` for joined linked tables).
-    pub geom: Option<std::sync::Arc<super::geometry::Geometry<'a>>>,
+    /// Table geometry for combinatorial witnesses (`None` for joined linked tables), built on
+    /// first use ([`Self::geometry`]).
+    pub geom: Option<std::sync::Arc<LazyGeometry<'a>>>,
+}
+
+/// A table's [`Geometry`](super::geometry::Geometry), built when a method first asks for it.
+///
+/// Why lazily: a problem is built for the figures and the decomposition too (e.g. by
+/// `protect_with` before the table task builds its own), and the geometry of a 1 M-cell census
+/// table took 0.8 GB and seconds there for nothing (measured with heaptrack).
+#[derive(Debug)]
+pub(crate) struct LazyGeometry<'a> {
+    table: &'a Table,
+    built: std::sync::OnceLock<super::geometry::Geometry<'a>>,
+}
+
+impl<'a> LazyGeometry<'a> {
+    fn new(table: &'a Table) -> Self {
+        Self { table, built: std::sync::OnceLock::new() }
+    }
+
+    /// The geometry (built by the first caller; concurrent callers wait for it).
+    pub fn get(&self) -> &super::geometry::Geometry<'a> {
+        self.built.get_or_init(|| super::geometry::Geometry::new(self.table))
+    }
 }
 
 impl<'a> Problem<'a> {
@@ -85,7 +108,7 @@ impl<'a> Problem<'a> {
             status: (0..cells.len()).map(st).collect(),
             sens,
             sens_of: FastMap::default(),
-            geom: Some(std::sync::Arc::new(super::geometry::Geometry::new(table))),
+            geom: Some(std::sync::Arc::new(LazyGeometry::new(table))),
         };
         p.index_sensitive();
         p
@@ -94,6 +117,11 @@ impl<'a> Problem<'a> {
     /// Rebuilds `sens_of` after `sens` changed.
     pub fn index_sensitive(&mut self) {
         self.sens_of = self.sens.iter().enumerate().map(|(k, s)| (s.cell, k as u32)).collect();
+    }
+
+    /// The table's geometry, if the problem has one (built on the first call).
+    pub fn geometry(&self) -> Option<&super::geometry::Geometry<'a>> {
+        self.geom.as_deref().map(LazyGeometry::get)
     }
 
     /// Number of cells.

@@ -25,8 +25,11 @@ pub(crate) type MoveCandidate = (u32, u8, Vec<(u32, f64)>);
 /// Witnesses through a target tried by [`Auditor::reuse_witnesses`].
 const REUSE_PER_TARGET: usize = 64;
 
-/// A verified candidate: sensitive index, direction, move, reach.
-type Verified = (usize, usize, Vec<(u32, f64)>, f64);
+/// A sensitive cell's verified moves, down and up, each with its reach.
+type MovePair = [Option<(Vec<(u32, f64)>, f64)>; 2];
+
+/// Candidates verified at once by [`Auditor::offer`].
+const OFFER_CHUNK: usize = 1 << 16;
 
 impl Auditor<'_, '_> {
     /// Final audit from the certificates this auditor holds, without any new search or LP:
@@ -39,7 +42,9 @@ impl Auditor<'_, '_> {
     /// pattern repeats minutes of search and LPs whose results are already at hand.
     pub fn recheck(&self, singleton_rule: bool) -> Option<AuditReport> {
         let p = self.p;
-        let mut ok_wit: FastMap<u32, Option<FastMap<u32, f64>>> = FastMap::default();
+        // Per witness: whether it re-verifies (its move map is not kept: for the millions of
+        // certificates of a large table those maps took gigabytes).
+        let mut ok_wit: FastMap<u32, bool> = FastMap::default();
         for (k, s) in p.sens.iter().enumerate() {
             if is_sliding(s) {
                 return None;
@@ -50,9 +55,17 @@ impl Auditor<'_, '_> {
                 if n <= 0.0 {
                     continue;
                 }
-                let z = ok_wit.entry(w).or_insert_with(|| feasible_move(p, &self.sup, &self.witnesses[w as usize]));
+                let (z, sym) = (&self.witnesses[w as usize], self.symmetric[w as usize]);
+                let ok = *ok_wit.entry(w).or_insert_with(|| {
+                    feasible_move(p, &self.sup, z).is_some() && (!sym || negation_within_bounds(p, z))
+                });
+                if !ok {
+                    return None;
+                }
                 let dir = if d == 0 { -1.0 } else { 1.0 };
-                let reach = z.as_ref()?.get(&s.cell).map_or(0.0, |v| dir * v);
+                // The map of `feasible_move` keeps a repeated cell's last entry.
+                let zt = z.iter().rev().find(|(c, _)| *c == s.cell).map_or(0.0, |x| x.1);
+                let reach = if sym { (dir * zt).abs() } else { dir * zt };
                 if reach < n - tolerance(n) {
                     return None;
                 }
@@ -83,47 +96,89 @@ impl Auditor<'_, '_> {
     /// hundreds of cells in a dense million-cell pattern costs minutes and can miss within
     /// the search budget. Ignored by LP-only and exact-interval audits. Returns the pairs
     /// certified.
-    pub fn offer(&mut self, cands: Vec<CubeCandidate>) -> usize {
+    pub fn offer(&mut self, mut cands: Vec<CubeCandidate>) -> usize {
         let p = self.p;
         if self.lp_only || self.exact {
             return 0;
         }
-        let sup = &self.sup;
-        let certs = &self.certs;
-        let found: Vec<Verified> = cands
-            .par_iter()
-            .filter(|(k, cubes)| (*k as usize) < p.sens.len() && !cubes.is_empty())
-            .flat_map_iter(|(k, cubes)| {
-                let k = *k as usize;
-                let s = &p.sens[k];
-                let open = move |d: usize| !is_sliding(s) && need(s, d) > 0.0 && matches!(certs[k][d], Cert::Unknown);
-                // Each cube's balance is checked once for both directions; `combine` only
-                // sums cubes from this checked list, so `reach_within_bounds` completes an
-                // exact `verify`.
-                let ok: Vec<Vec<(u32, i8)>> = if open(0) || open(1) {
-                    cubes.iter().filter(|h| witness::balanced(p, sup, h)).cloned().collect()
-                } else {
-                    Vec::new()
-                };
-                (0..2).filter_map(move |d| {
-                    let n = need(s, d);
-                    if !open(d) || ok.is_empty() {
-                        return None;
-                    }
-                    let dir = if d == 0 { -1.0 } else { 1.0 };
-                    let w = witness::combine(p, &ok, dir, n)?;
-                    let v = witness::reach_within_bounds(p, &w, s.cell, dir)?;
-                    (v >= n - tolerance(n)).then(|| (k, d, w.moves(), v))
-                })
-            })
-            .collect();
         let mut n = 0;
-        for (k, d, z, v) in found {
+        // Chunk by chunk, each chunk's cubes freed once verified: verifying all candidates of a
+        // 3.6 M-cell census table before recording any took 9 GB (measured).
+        let total = cands.len();
+        for lo in (0..total).step_by(OFFER_CHUNK) {
+            let chunk = &mut cands[lo..(lo + OFFER_CHUNK).min(total)];
+            let sup = &self.sup;
+            let certs = &self.certs;
+            let found: Vec<(usize, MovePair)> = chunk
+                .par_iter()
+                .filter(|(k, cubes)| (*k as usize) < p.sens.len() && !cubes.is_empty())
+                .map(|(k, cubes)| {
+                    let k = *k as usize;
+                    let s = &p.sens[k];
+                    let open = |d: usize| !is_sliding(s) && need(s, d) > 0.0 && matches!(certs[k][d], Cert::Unknown);
+                    // Each cube's balance is checked once for both directions; `combine` only
+                    // sums cubes from this checked list, so `reach_within_bounds` completes an
+                    // exact `verify`.
+                    let ok: Vec<Vec<(u32, i8)>> = if open(0) || open(1) {
+                        cubes.iter().filter(|h| witness::balanced(p, sup, h)).cloned().collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let moves = [0, 1].map(|d| {
+                        let n = need(s, d);
+                        if !open(d) || ok.is_empty() {
+                            return None;
+                        }
+                        let dir = if d == 0 { -1.0 } else { 1.0 };
+                        let w = witness::combine(p, &ok, dir, n)?;
+                        let v = witness::reach_within_bounds(p, &w, s.cell, dir)?;
+                        (v >= n - tolerance(n)).then(|| (w.moves(), v))
+                    });
+                    (k, moves)
+                })
+                .collect();
+            for (_, cubes) in chunk.iter_mut() {
+                *cubes = Vec::new();
+            }
+            for (k, moves) in found {
+                n += self.record_pair(k, moves);
+            }
+        }
+        n
+    }
+
+    /// Records sensitive `k`'s verified moves (down, up) as certificates of its unknown
+    /// directions (a repeated candidate certifies nothing new). When the up move is exactly
+    /// the down move negated — a cube's usual case: equal protection levels, every corner's
+    /// capacity above them — both were verified, so one symmetric witness serves both
+    /// directions: half the certificates' memory on a table with millions of them. Returns
+    /// the pairs certified.
+    fn record_pair(&mut self, k: usize, [down, up]: MovePair) -> usize {
+        let mirrored = match (&down, &up) {
+            (Some((z0, _)), Some((z1, _))) => {
+                z0.len() == z1.len() && z0.iter().zip(z1).all(|(a, b)| a.0 == b.0 && a.1 == -b.1)
+            }
+            _ => false,
+        };
+        let mut shared: Option<u32> = None;
+        let mut n = 0;
+        for (d, found) in [down, up].into_iter().enumerate() {
+            let Some((z, v)) = found else { continue };
             if !matches!(self.certs[k][d], Cert::Unknown) {
                 continue; // a repeated candidate
             }
-            let id = self.record(z);
-            self.combinatorial[id as usize] = true;
+            let id = match shared {
+                Some(id) => id,
+                None => {
+                    let id = self.record(z);
+                    self.combinatorial[id as usize] = true;
+                    if mirrored {
+                        self.symmetric[id as usize] = true;
+                        shared = Some(id);
+                    }
+                    id
+                }
+            };
             self.users[id as usize].push((k as u32, d as u8));
             self.certs[k][d] = Cert::Ok(id, v);
             n += 1;
@@ -194,13 +249,14 @@ impl Auditor<'_, '_> {
                 let Some(ws) = self.wit_of_cell.get(&s.cell) else { continue };
                 let dir = if d == 0 { -1.0 } else { 1.0 };
                 let found = ws.iter().rev().take(REUSE_PER_TARGET).find_map(|&w| {
+                    let sym = self.symmetric[w as usize];
                     let mut reach = None;
                     for &(c, v) in &self.witnesses[w as usize] {
                         if !self.sup[c as usize] {
                             return None;
                         }
                         if c == s.cell {
-                            reach = Some(dir * v);
+                            reach = Some(if sym { (dir * v).abs() } else { dir * v });
                         }
                     }
                     reach.filter(|&v| v >= want - tolerance(want)).map(|v| (w, v))
@@ -219,7 +275,7 @@ impl Auditor<'_, '_> {
     /// proposal is verified exactly against the problem before it certifies anything.
     pub(super) fn solve_witnesses(&mut self) {
         let p = self.p;
-        let Some(geom) = p.geom.as_deref() else { return };
+        let Some(geom) = p.geometry() else { return };
         let todo: Vec<usize> = (0..p.sens.len())
             .filter(|&k| !is_sliding(&p.sens[k]))
             .filter(|&k| (0..2).any(|d| matches!(self.certs[k][d], Cert::Unknown)))
@@ -254,6 +310,17 @@ impl Auditor<'_, '_> {
             self.witnessed()
         ));
     }
+}
+
+/// Whether the negation of move `z` stays within the attacker's bounds (with the slack of
+/// [`feasible_move`], which checks `z` itself and the relations, whose balance holds for `-z`
+/// alike).
+fn negation_within_bounds(p: &Problem, z: &[(u32, f64)]) -> bool {
+    let slack = |g: f64| 1e-7 * g.abs().max(1.0);
+    z.iter().all(|&(c, v)| {
+        let c = c as usize;
+        c < p.n() && v.is_finite() && -v <= p.up_gap[c] + slack(p.up_gap[c]) && v <= p.lo_gap[c] + slack(p.lo_gap[c])
+    })
 }
 
 /// The move `z` as a map when it is a feasible attacker move for pattern `sup` (see

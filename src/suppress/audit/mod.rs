@@ -110,6 +110,9 @@ pub(crate) struct Auditor<'p, 'a> {
     witnesses: Vec<Vec<(u32, f64)>>,
     /// Per witness id: found combinatorially (not by an LP).
     combinatorial: Vec<bool>,
+    /// Per witness id: its negation was verified to be a feasible move too, so it certifies
+    /// both directions ([`Self::offer`] records a cube's down and up moves once).
+    symmetric: Vec<bool>,
     users: Vec<Vec<(u32, u8)>>,
     wit_of_cell: crate::table::relations::FastMap<u32, Vec<u32>>,
     mark: Vec<u32>,
@@ -169,6 +172,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             certs,
             witnesses: Vec::new(),
             combinatorial: Vec::new(),
+            symmetric: Vec::new(),
             users: Vec::new(),
             wit_of_cell: Default::default(),
             mark: vec![0; p.n()],
@@ -259,6 +263,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         }
         self.witnesses.push(w);
         self.combinatorial.push(false);
+        self.symmetric.push(false);
         self.users.push(Vec::new());
         id
     }
@@ -561,6 +566,53 @@ mod tests {
         let fails = aud.check().unwrap();
         assert_eq!(fails.len(), 1);
         assert!(!aud.cell_audits()[0].upper_ok);
+    }
+
+    /// A cube whose down and up moves mirror each other (equal protection levels) is recorded
+    /// once, as a symmetric witness certifying both directions; it re-verifies and is reused
+    /// after a remove/restore like any other. Unequal levels give two witnesses. A symmetric
+    /// witness whose negation leaves the attacker's bounds (bounds tampered with behind the
+    /// auditor's back) does not re-verify.
+    #[test]
+    fn mirrored_cube_moves_share_one_symmetric_witness() {
+        let mut t = grid(&[vec![10.0, 5.0], vec![2.0, 20.0]], None);
+        // Below every corner's capacity (at 2.0 the corner of value 2 would cap the up move
+        // just short of it, and the two moves would differ).
+        primary(&mut t, &[1, 1], 1.5);
+        let st = statuses(&t, &[[1, 2], [2, 1], [2, 2]]);
+        let c = |r: u32, k: u32| t.find(&[r, k]).unwrap() as u32;
+        let cube = vec![(c(1, 1), 1), (c(1, 2), -1), (c(2, 1), -1), (c(2, 2), 1)];
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let mut aud = Auditor::new(&p, sup.clone());
+        assert_eq!(aud.offer(vec![(0, vec![cube.clone()])]), 2);
+        assert_eq!((aud.witnesses.len(), aud.symmetric[0]), (1, true));
+        assert!(matches!(aud.certs[0], [Cert::Ok(0, _), Cert::Ok(0, _)]));
+        assert!(aud.recheck(true).is_some());
+        // Both directions lost with the shared witness, both back with it.
+        let lost = aud.remove(c(2, 2) as usize);
+        assert_eq!(lost.len(), 2);
+        aud.restore(c(2, 2) as usize, lost);
+        assert!(aud.check().unwrap().is_empty());
+        assert_eq!((aud.lps, aud.witnesses.len()), (0, 1));
+        // Its negation outside the bounds: no longer a certificate of both directions.
+        let mut bad = p.clone();
+        bad.lo_gap[c(1, 2) as usize] = 1.0;
+        let mut aud2 = Auditor::new(&bad, sup.clone());
+        aud2.witnesses = aud.witnesses.clone();
+        aud2.symmetric = aud.symmetric.clone();
+        aud2.combinatorial = aud.combinatorial.clone();
+        aud2.certs = aud.certs.clone();
+        assert!(aud2.recheck(true).is_none());
+        // Unequal levels: two one-directional witnesses.
+        let mut t2 = t.clone();
+        t2.set_protection(c(1, 1) as usize, 1.5, 1.0, 0.0);
+        let p2 = Problem::from_table(&t2, Some(&st));
+        let mut aud = Auditor::new(&p2, sup);
+        assert_eq!(aud.offer(vec![(0, vec![cube])]), 2);
+        assert_eq!(aud.witnesses.len(), 2);
+        assert!(!aud.symmetric.iter().any(|&s| s));
+        assert!(aud.recheck(true).is_some());
     }
 
     /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and
