@@ -77,6 +77,10 @@ SUITE = {
     # ~2,800 communes) x activity x sex x age band, millions of cells (no tau-Argus run).
     "c4-geo3": {"rows": 650_000, "seed": 16, "dims": ["geo3", "nace2", "sex", "age_band"],
                 "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
+    # The memory target: ~3.5 M cells, 2.3 M primaries (900 k persons; a fifth
+    # variable makes up for this generator's concentrated communes).
+    "c5-geo3": {"rows": 900_000, "seed": 16, "dims": ["geo3", "nace2", "sex", "age_band", "size_class"],
+                "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
 }
 HIERARCHICAL = {"geo2", "geo3", "nace2", "a", "b"}
 
