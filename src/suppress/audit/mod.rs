@@ -136,6 +136,12 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Running count for progress lines: only a final audit ([`audit_problem`]) has one, not
     /// the repeated audits inside a method.
     checked: Option<Checked>,
+    /// [`Self::localize`] keeps the certificates its local searches cannot replace (set above
+    /// [`KEEP_HELD_CELLS`] cells).
+    pub keep_held: bool,
+    /// Ball radii and sizes of the local LPs ([`BALLS`]; tests leave them out to see what
+    /// the other certificates do alone).
+    balls: &'static [(usize, usize)],
     /// Hard stop of the LPs of [`Self::check`] (set by searches that improve a clean pattern):
     /// past it a check fails with [`LpError::Stopped`](crate::lp::LpError::Stopped), and
     /// the caller restores its last audited state ([`Self::restore`], [`Self::localize`]).
@@ -152,6 +158,11 @@ const WITNESS_BUDGET: usize = 20_000;
 
 /// Problems with more cells than this use local LPs first in every audit.
 const LOCAL_FIRST_CELLS: usize = 100_000;
+
+/// Problems with more cells than this keep, in [`Auditor::localize`], the certificates the
+/// local searches cannot replace (the size above which `fast` starts from the hypercube cover;
+/// smaller tables keep the component LPs, and their patterns are unchanged).
+const KEEP_HELD_CELLS: usize = 200_000;
 
 /// Direction 0 = down (`LPL`), 1 = up (`UPL`).
 fn need(s: &super::problem::Sensitive, dir: usize) -> f64 {
@@ -183,6 +194,8 @@ impl<'p, 'a> Auditor<'p, 'a> {
             has_failed: false,
             lp_only: false,
             local_first: p.n() > LOCAL_FIRST_CELLS,
+            keep_held: p.n() > KEEP_HELD_CELLS,
+            balls: &BALLS,
             group_min: 65,
             checked: None,
             stop: None,
@@ -275,17 +288,47 @@ impl<'p, 'a> Auditor<'p, 'a> {
 
     /// Re-certifies every target with local (sparse) witnesses and keeps local LPs first.
     /// Stopped by [`Self::stop`], it keeps the certificates it had (the pattern is unchanged).
+    /// With [`Self::keep_held`] (above [`KEEP_HELD_CELLS`] cells), a target without a local
+    /// certificate keeps the one it had instead of a component LP: still valid (same pattern), and those LPs ran over
+    /// millions of cells — on a 3.6 M-cell census table 134 of them took 379 s and 7 GB and
+    /// left no time for a single drop trial (BENCHMARKS "Session 30").
     pub fn localize(&mut self) -> Result<Vec<Failure>, SuppressError> {
         self.local_first = true;
         let unknown = vec![[Cert::Unknown, Cert::Unknown]; self.certs.len()];
         let held = std::mem::replace(&mut self.certs, unknown);
         let had_failed = self.has_failed;
-        let out = self.check();
+        let out = if self.keep_held { self.check_local_keeping(&held) } else { self.check() };
         if out.as_ref().is_err_and(|e| e.is_stop()) {
             self.certs = held;
             self.has_failed = had_failed;
         }
         out
+    }
+
+    /// [`Self::localize`] on large problems: the combinatorial and local searches of
+    /// [`Self::check`], then the `held` certificate for every target still unknown, then the
+    /// check of whatever is left (nothing, when `held` certified the pattern).
+    fn check_local_keeping(&mut self, held: &[[Cert; 2]]) -> Result<Vec<Failure>, SuppressError> {
+        if !self.exact && !self.lp_only {
+            self.reuse_witnesses();
+            self.solve_witnesses();
+        }
+        if !self.exact {
+            for &(hops, max) in self.balls {
+                if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
+                    break;
+                }
+                self.solve_local(hops, max)?;
+            }
+        }
+        for (now, before) in self.certs.iter_mut().zip(held) {
+            for (c, h) in now.iter_mut().zip(before) {
+                if matches!(c, Cert::Unknown) && matches!(h, Cert::Ok(..)) {
+                    *c = h.clone();
+                }
+            }
+        }
+        self.check()
     }
 
     /// [`LpError::Stopped`](crate::lp::LpError::Stopped) once [`Self::stop`] has passed:
@@ -315,7 +358,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             self.sync_checked();
         }
         if self.local_first && !self.exact {
-            for (hops, max) in BALLS {
+            for &(hops, max) in self.balls {
                 if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
                     break;
                 }
@@ -566,6 +609,51 @@ mod tests {
         let fails = aud.check().unwrap();
         assert_eq!(fails.len(), 1);
         assert!(!aud.cell_audits()[0].upper_ok);
+    }
+
+    /// `localize` keeping held certificates (large tables): every pair stays certified by a
+    /// certificate that re-verifies exactly, with fewer LPs than the component-LP version, and
+    /// drop trials afterwards get the same verdicts from both. LPs only (no reuse or
+    /// combinatorial search) and the local LPs left out, so that the held certificates are
+    /// what is kept.
+    #[test]
+    fn localize_keeping_held_certificates_stays_sound() {
+        for seed in 0..3 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = crate::suppress::budget::Deadline::after(600.0);
+            let w =
+                crate::suppress::construct::complete(&p, p.initial(), false, crate::suppress::Construction::Auto, &far)
+                    .unwrap();
+            let sup = w.sup().to_vec();
+            let mut runs = Vec::new();
+            for keep in [false, true] {
+                let mut aud = Auditor::new(&p, sup.clone());
+                aud.lp_only = true; // global LP certificates, and no combinatorial search
+                assert!(aud.check().unwrap().is_empty());
+                aud.keep_held = keep;
+                aud.balls = &[];
+                let lps = aud.lps;
+                assert!(aud.localize().unwrap().is_empty(), "seed {seed} keep {keep}");
+                assert!(aud.certs.iter().flatten().all(|c| matches!(c, Cert::Ok(..))));
+                assert!(aud.recheck(false).is_some(), "seed {seed} keep {keep}: a certificate does not re-verify");
+                let spent = aud.lps - lps;
+                // Then every secondary's drop: same verdicts either way.
+                let verdicts: Vec<bool> = (0..p.n())
+                    .filter(|&i| sup[i] && p.fix[i] == crate::suppress::problem::Fix::Free)
+                    .take(20)
+                    .map(|i| {
+                        let lost = aud.remove(i);
+                        let clean = aud.check().unwrap().is_empty();
+                        aud.restore(i, lost);
+                        clean
+                    })
+                    .collect();
+                runs.push((spent, verdicts));
+            }
+            assert!(runs[1].0 == 0 && runs[0].0 > 0, "seed {seed}: LPs of localize {runs:?}");
+            assert_eq!(runs[0].1, runs[1].1, "seed {seed}: drop verdicts differ");
+        }
     }
 
     /// A cube whose down and up moves mirror each other (equal protection levels) is recorded
