@@ -39,7 +39,7 @@ const COVER_RETRY_BUDGET: usize = 300_000;
 
 /// Tables up to this many cells start from the cube assignment ([`super::cubes`]) instead of
 /// the one-batch-at-a-time cover, with at most this many improvement passes.
-const ASSIGN_MAX_CELLS: usize = 200_000;
+pub(crate) const ASSIGN_MAX_CELLS: usize = 200_000;
 const ASSIGN_PASSES: usize = 8;
 
 /// Cost of using cell `c` in a cube that protects a cell with movement requirement `req` on

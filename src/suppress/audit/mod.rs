@@ -162,7 +162,7 @@ const LOCAL_FIRST_CELLS: usize = 100_000;
 /// Problems with more cells than this keep, in [`Auditor::localize`], the certificates the
 /// local searches cannot replace (the size above which `fast` starts from the hypercube cover;
 /// smaller tables keep the component LPs, and their patterns are unchanged).
-const KEEP_HELD_CELLS: usize = 200_000;
+const KEEP_HELD_CELLS: usize = super::construct::ASSIGN_MAX_CELLS;
 
 /// Direction 0 = down (`LPL`), 1 = up (`UPL`).
 fn need(s: &super::problem::Sensitive, dir: usize) -> f64 {
@@ -289,8 +289,8 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// Re-certifies every target with local (sparse) witnesses and keeps local LPs first.
     /// Stopped by [`Self::stop`], it keeps the certificates it had (the pattern is unchanged).
     /// With [`Self::keep_held`] (above [`KEEP_HELD_CELLS`] cells), a target without a local
-    /// certificate keeps the one it had instead of a component LP: still valid (same pattern), and those LPs ran over
-    /// millions of cells — on a 3.6 M-cell census table 134 of them took 379 s and 7 GB and
+    /// certificate keeps the one it had instead of a component LP: still valid (same pattern),
+    /// and those LPs ran over millions of cells — on a 3.6 M-cell census table 134 of them took 379 s and 7 GB and
     /// left no time for a single drop trial (BENCHMARKS "Session 30").
     pub fn localize(&mut self) -> Result<Vec<Failure>, SuppressError> {
         self.local_first = true;
@@ -309,18 +309,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// [`Self::check`], then the `held` certificate for every target still unknown, then the
     /// check of whatever is left (nothing, when `held` certified the pattern).
     fn check_local_keeping(&mut self, held: &[[Cert; 2]]) -> Result<Vec<Failure>, SuppressError> {
-        if !self.exact && !self.lp_only {
-            self.reuse_witnesses();
-            self.solve_witnesses();
-        }
-        if !self.exact {
-            for &(hops, max) in self.balls {
-                if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
-                    break;
-                }
-                self.solve_local(hops, max)?;
-            }
-        }
+        self.certify_locally()?;
         for (now, before) in self.certs.iter_mut().zip(held) {
             for (c, h) in now.iter_mut().zip(before) {
                 if matches!(c, Cert::Unknown) && matches!(h, Cert::Ok(..)) {
@@ -329,6 +318,27 @@ impl<'p, 'a> Auditor<'p, 'a> {
             }
         }
         self.check()
+    }
+
+    /// The searches of [`Self::check`] that stay local: reuse of held witnesses, combinatorial
+    /// witnesses, then (with [`Self::local_first`]) the ball LPs.
+    fn certify_locally(&mut self) -> Result<(), SuppressError> {
+        self.sync_checked();
+        if !self.exact && !self.lp_only {
+            self.reuse_witnesses();
+            self.solve_witnesses();
+            self.sync_checked();
+        }
+        if self.local_first && !self.exact {
+            for &(hops, max) in self.balls {
+                if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
+                    break;
+                }
+                self.solve_local(hops, max)?;
+                self.sync_checked();
+            }
+        }
+        Ok(())
     }
 
     /// [`LpError::Stopped`](crate::lp::LpError::Stopped) once [`Self::stop`] has passed:
@@ -351,21 +361,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
 
     /// Certifies every unknown target; returns the shortfalls (empty = protected).
     pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
-        self.sync_checked();
-        if !self.exact && !self.lp_only {
-            self.reuse_witnesses();
-            self.solve_witnesses();
-            self.sync_checked();
-        }
-        if self.local_first && !self.exact {
-            for &(hops, max) in self.balls {
-                if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
-                    break;
-                }
-                self.solve_local(hops, max)?;
-                self.sync_checked();
-            }
-        }
+        self.certify_locally()?;
         self.solve_unknown()?;
         self.sync_checked();
         let mut out = Vec::new();
