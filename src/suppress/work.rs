@@ -34,9 +34,13 @@ pub(crate) struct Work<'p, 'a> {
     /// cell the cuts it appears in: a drop that violates one is refused without an audit.
     pool: Vec<Cut>,
     pool_of: FastMap<u32, Vec<u32>>,
-    /// Drop trials refused by [`Self::refuted`] (pinned cell, pooled cut) and by the audit.
+    /// Drop trials refused without an audit ([`Self::refuted`]: pinned cell, pooled cut; too
+    /// many certificates lost, [`TRIAL_LOST_MAX`]) and by the audit.
     pub refused_cheaply: usize,
     pub refused_by_audit: usize,
+    /// Drop trials on large tables that the local searches could not decide
+    /// ([`Auditor::check_locally`]): refused.
+    pub refused_undecided: usize,
     /// Certificates lost and LPs solved by accepted / audit-refused drop trials (trace only).
     trial_stats: [(usize, usize); 2],
     /// Per cell, the number of assigned cubes using it ([`super::cubes`]), when the pattern
@@ -61,6 +65,15 @@ pub(crate) struct Work<'p, 'a> {
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
 /// ([`Auditor::group_min`]).
 const CLEANUP_GROUP_MIN: usize = 4;
+
+/// On tables where the auditor keeps the certificates it cannot make local
+/// ([`Auditor::keep_held`], above the cube assignment's size), a drop trial that takes away more
+/// certificates than this is refused without an audit: re-certifying costs about one ball LP
+/// per lost pair, and the cleanup tries the most costly cells first, often the ones many
+/// certificates use (measured on a 3.6 M-cell census table: the first trial had solved 63,445
+/// LPs in 386 s when the limit ended it, the whole cleanup one unfinished trial). Refusing a
+/// drop is always safe.
+const TRIAL_LOST_MAX: usize = 2_000;
 
 /// Cuts longer than this are not pooled (checking them would cost more than it saves).
 const POOL_CUT_MAX: usize = 4096;
@@ -87,6 +100,7 @@ impl<'p, 'a> Work<'p, 'a> {
             pool: Vec::new(),
             pool_of: FastMap::default(),
             refused_cheaply: 0,
+            refused_undecided: 0,
             refused_by_audit: 0,
             trial_stats: [(0, 0); 2],
             cube_use: None,
@@ -343,11 +357,13 @@ impl<'p, 'a> Work<'p, 'a> {
         }
         trace(format_args!(
             "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit, \
-             {} by the audit, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), cost {:.0}",
+             {} by the audit, {} undecided locally, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), \
+             cost {:.0}",
             t0.elapsed().as_secs_f64(),
             cands.len(),
             self.refused_cheaply,
             self.refused_by_audit,
+            self.refused_undecided,
             self.aud.lps - lps0,
             self.trial_stats[0],
             self.trial_stats[1],
@@ -422,14 +438,22 @@ impl<'p, 'a> Work<'p, 'a> {
     pub fn try_drop(&mut self, s: usize, singleton_rule: bool) -> Result<bool, SuppressError> {
         let lost = self.aud.remove(s);
         let ok = if (singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
+            || (self.aud.keep_held && lost.len() > TRIAL_LOST_MAX)
             || self.refuted(s)
         {
             self.refused_cheaply += 1;
             false
         } else {
             let lps0 = self.aud.lps;
-            let fails = match self.aud.check() {
-                Ok(f) => f,
+            // Large tables: the local searches decide, an undecided trial is refused.
+            let verdict = if self.aud.keep_held { self.aud.check_locally() } else { self.aud.check().map(Some) };
+            let fails = match verdict {
+                Ok(Some(f)) => f,
+                Ok(None) => {
+                    self.refused_undecided += 1;
+                    self.aud.restore(s, lost);
+                    return Ok(false);
+                }
                 Err(e) => {
                     // Stopped (or failed) mid-audit: the pattern with `s` is the audited one.
                     // Certificates found meanwhile hold for it too (a superset pattern).
@@ -548,6 +572,47 @@ mod tests {
             kept += w.refused_cheaply;
         }
         assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
+    }
+
+    /// On large tables ([`Auditor::keep_held`]) a drop trial is decided by the local searches
+    /// alone: with none available (LPs only, no ball LPs) every trial that loses a certificate
+    /// is refused as undecided without a single LP and leaves pattern and certificates as they
+    /// were; a trial that loses none is kept, and the pattern still passes the LP audit.
+    #[test]
+    fn large_table_trials_the_local_searches_cannot_decide_are_refused() {
+        let (mut undecided, mut kept) = (0, 0);
+        for seed in 0..3 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            assert!(w.aud.check().unwrap().is_empty());
+            (w.aud.keep_held, w.aud.lp_only, w.aud.local_first) = (true, true, false);
+            let lps = w.aud.lps;
+            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+            for s in secondaries {
+                let before = w.sup().to_vec();
+                let loses = {
+                    let lost = w.aud.remove(s);
+                    let n = lost.len();
+                    w.aud.restore(s, lost);
+                    n
+                };
+                let dropped = w.try_drop(s, false).unwrap();
+                if loses > 0 {
+                    assert!(!dropped && w.sup() == before, "seed {seed}: a trial losing {loses} certificates was kept");
+                } else {
+                    kept += usize::from(dropped);
+                }
+            }
+            assert_eq!(w.aud.lps, lps, "seed {seed}: a large-table trial solved LPs");
+            undecided += w.refused_undecided;
+            assert!(w.aud.check().unwrap().is_empty() && w.aud.lps == lps, "seed {seed}: certificates lost");
+            let mut lp = Auditor::new(&p, w.sup().to_vec());
+            lp.lp_only = true;
+            assert!(lp.check().unwrap().is_empty(), "seed {seed}: unsafe pattern");
+        }
+        assert!(undecided > 0, "no undecided trial exercised (kept {kept})");
     }
 
     /// `time_limit_s` is a hard wall inside the cleanup's LPs too: an audit stopped by it (here

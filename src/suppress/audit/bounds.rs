@@ -203,16 +203,18 @@ impl Auditor<'_, '_> {
                 self.certs[k][d] = Cert::Ok(id, att.value);
             } else if let Some(cut) = cut.map(|c| c.capped(n)) {
                 if cut.lhs(&self.sup) < n - tolerance(n) {
-                    self.certs[k][d] = Cert::Failed(att.value, Some(cut));
+                    self.certs[k][d] = Cert::Failed(att.value, Some(Box::new(cut)));
                 }
             }
         }
         Ok(())
     }
 
-    pub(super) fn solve_unknown(&mut self) -> Result<(), SuppressError> {
+    /// Certifies the unknown targets that need no movement (an empty witness) and returns the
+    /// (sensitive cell, direction) pairs left for attacker LPs; sliding targets always come
+    /// with both directions.
+    pub(super) fn settle_trivial(&mut self) -> Vec<(usize, usize)> {
         let p = self.p;
-        // (sens, dir) pairs to solve; sliding targets always solve both directions together.
         let mut todo: Vec<(usize, usize)> = Vec::new();
         for (k, s) in p.sens.iter().enumerate() {
             let unk = [0, 1].map(|d| matches!(self.certs[k][d], Cert::Unknown));
@@ -234,6 +236,13 @@ impl Auditor<'_, '_> {
                 }
             }
         }
+        todo
+    }
+
+    /// Component attacker LPs (batches, then one per pair) for every target still unknown.
+    pub(super) fn solve_unknown(&mut self) -> Result<(), SuppressError> {
+        let p = self.p;
+        let todo = self.settle_trivial();
         if todo.is_empty() {
             return Ok(());
         }
@@ -331,7 +340,7 @@ impl Auditor<'_, '_> {
                 self.users[id as usize].push((k as u32, d as u8));
                 Cert::Ok(id, att.value)
             } else {
-                Cert::Failed(att.value, raw.map(|r| r.capped(n)))
+                Cert::Failed(att.value, raw.map(|r| Box::new(r.capped(n))))
             };
         }
         // Sliding requirement: both directions were solved in this round.
@@ -351,7 +360,7 @@ impl Auditor<'_, '_> {
                     }
                 }
                 let cut = Cut { coefs, rhs: s.spl }.merged().capped(s.spl);
-                self.certs[k][1] = Cert::Failed(v[1], Some(cut));
+                self.certs[k][1] = Cert::Failed(v[1], Some(Box::new(cut)));
             }
         }
         Ok(())

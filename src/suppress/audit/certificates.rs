@@ -42,9 +42,9 @@ impl Auditor<'_, '_> {
     /// pattern repeats minutes of search and LPs whose results are already at hand.
     pub fn recheck(&self, singleton_rule: bool) -> Option<AuditReport> {
         let p = self.p;
-        // Per witness: whether it re-verifies (its move map is not kept: for the millions of
-        // certificates of a large table those maps took gigabytes).
-        let mut ok_wit: FastMap<u32, bool> = FastMap::default();
+        // Per witness: 0 not yet checked, 1 re-verifies, 2 does not (its move map is not kept:
+        // for the millions of certificates of a large table those maps took gigabytes).
+        let mut ok_wit: Vec<u8> = vec![0; self.witnesses.len()];
         for (k, s) in p.sens.iter().enumerate() {
             if is_sliding(s) {
                 return None;
@@ -55,16 +55,18 @@ impl Auditor<'_, '_> {
                 if n <= 0.0 {
                     continue;
                 }
-                let (z, sym) = (&self.witnesses[w as usize], self.symmetric[w as usize]);
-                let ok = *ok_wit.entry(w).or_insert_with(|| {
-                    feasible_move(p, &self.sup, z).is_some() && (!sym || negation_within_bounds(p, z))
-                });
-                if !ok {
+                let sym = self.symmetric[w as usize];
+                if ok_wit[w as usize] == 0 {
+                    let z = self.witnesses.to_vec(w);
+                    let ok = feasible_move(p, &self.sup, &z).is_some() && (!sym || negation_within_bounds(p, &z));
+                    ok_wit[w as usize] = if ok { 1 } else { 2 };
+                }
+                if ok_wit[w as usize] != 1 {
                     return None;
                 }
                 let dir = if d == 0 { -1.0 } else { 1.0 };
                 // The map of `feasible_move` keeps a repeated cell's last entry.
-                let zt = z.iter().rev().find(|(c, _)| *c == s.cell).map_or(0.0, |x| x.1);
+                let zt = self.witnesses.moves(w).filter(|(c, _)| *c == s.cell).last().map_or(0.0, |x| x.1);
                 let reach = if sym { (dir * zt).abs() } else { dir * zt };
                 if reach < n - tolerance(n) {
                     return None;
@@ -251,7 +253,7 @@ impl Auditor<'_, '_> {
                 let found = ws.iter().rev().take(REUSE_PER_TARGET).find_map(|&w| {
                     let sym = self.symmetric[w as usize];
                     let mut reach = None;
-                    for &(c, v) in &self.witnesses[w as usize] {
+                    for (c, v) in self.witnesses.moves(w) {
                         if !self.sup[c as usize] {
                             return None;
                         }
