@@ -416,6 +416,8 @@ pub(crate) fn complete<'p, 'a>(
         let offered = w.candidates.len();
         let certified =
             w.aud.offer(std::mem::take(&mut w.candidates)) + w.aud.offer_moves(std::mem::take(&mut w.move_candidates));
+        // The candidates are freed now; their pages go back before the cleanup's searches.
+        super::memory::release_freed();
         let certifying_s = t1.elapsed().as_secs_f64();
         trace(format_args!(
             "candidate certificates {certifying_s:.1}s: {certified} pairs certified from {offered} cells' cubes"

@@ -34,6 +34,7 @@ pub mod exact;
 pub mod fast;
 pub(crate) mod geometry;
 pub mod linked;
+pub(crate) mod memory;
 pub mod modular;
 pub(crate) mod problem;
 pub(crate) mod separation;
