@@ -538,6 +538,13 @@ mod tests {
     use crate::suppress::tests::synthetic;
     use crate::suppress::Construction;
 
+    /// Whether the independent LP-only audit (no witnesses) finds pattern `sup` protected.
+    fn lp_clean(p: &Problem, sup: Vec<bool>) -> bool {
+        let mut lp = Auditor::new(p, sup);
+        lp.lp_only = true;
+        lp.check().unwrap().is_empty()
+    }
+
     /// The cheap refusals of a drop trial are sound: whenever [`Work::refuted`] refuses to
     /// publish a secondary, the LP-only audit finds the pattern without it under-protected.
     /// Also checks that the cleanup's final pattern passes the LP-only audit.
@@ -560,15 +567,11 @@ mod tests {
                     continue;
                 }
                 refused += 1;
-                let mut lp = Auditor::new(&p, sup);
-                lp.lp_only = true;
-                assert!(!lp.check().unwrap().is_empty(), "seed {seed}: refusing to publish {s} was wrong");
+                assert!(!lp_clean(&p, sup), "seed {seed}: refusing to publish {s} was wrong");
             }
             // Cleanup with the pool and the pinned-cell check, then an independent LP audit.
             w.cleanup(false, 200, &far).unwrap();
-            let mut lp = Auditor::new(&p, w.sup().to_vec());
-            lp.lp_only = true;
-            assert!(lp.check().unwrap().is_empty(), "seed {seed}: cleanup left an unsafe pattern");
+            assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: cleanup left an unsafe pattern");
             kept += w.refused_cheaply;
         }
         assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
@@ -608,9 +611,7 @@ mod tests {
             assert_eq!(w.aud.lps, lps, "seed {seed}: a large-table trial solved LPs");
             undecided += w.refused_undecided;
             assert!(w.aud.check().unwrap().is_empty() && w.aud.lps == lps, "seed {seed}: certificates lost");
-            let mut lp = Auditor::new(&p, w.sup().to_vec());
-            lp.lp_only = true;
-            assert!(lp.check().unwrap().is_empty(), "seed {seed}: unsafe pattern");
+            assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
         }
         assert!(undecided > 0, "no undecided trial exercised (kept {kept})");
     }
