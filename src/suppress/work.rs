@@ -38,6 +38,8 @@ pub(crate) struct Work<'p, 'a> {
     /// many certificates lost, [`TRIAL_LOST_MAX`]) and by the audit.
     pub refused_cheaply: usize,
     pub refused_by_audit: usize,
+    /// Drop trials the audit accepted.
+    pub accepted: usize,
     /// Drop trials on large tables that the local searches could not decide
     /// ([`Auditor::check_locally`]): refused.
     pub refused_undecided: usize,
@@ -75,6 +77,12 @@ const CLEANUP_GROUP_MIN: usize = 4;
 /// drop is always safe.
 const TRIAL_LOST_MAX: usize = 2_000;
 
+/// Lost certificates a drop trial decides first ([`Auditor::probe_lost`]), while at least
+/// one audited trial in `PROBE_RATIO` has been refused (measured on an 11 k-cell enterprise
+/// table where the audit refused 16 of 34 trials: 28 % less cleanup time, 31 % fewer LPs).
+const PROBE_TARGETS: usize = 6;
+const PROBE_RATIO: usize = 4;
+
 /// Cuts longer than this are not pooled (checking them would cost more than it saves).
 const POOL_CUT_MAX: usize = 4096;
 
@@ -102,6 +110,7 @@ impl<'p, 'a> Work<'p, 'a> {
             refused_cheaply: 0,
             refused_undecided: 0,
             refused_by_audit: 0,
+            accepted: 0,
             trial_stats: [(0, 0); 2],
             cube_use: None,
             candidates: Vec::new(),
@@ -445,8 +454,21 @@ impl<'p, 'a> Work<'p, 'a> {
             false
         } else {
             let lps0 = self.aud.lps;
-            // Large tables: the local searches decide, an undecided trial is refused.
-            let verdict = if self.aud.keep_held { self.aud.check_locally() } else { self.aud.check().map(Some) };
+            // Large tables: the local searches decide, an undecided trial is refused. Smaller
+            // ones probe the lost targets a refusal usually comes from, while the audit often
+            // refuses (on a table whose trials it mostly accepts, the probes' component LPs
+            // were 16 % more cleanup time, measured on c3-persons with the singleton rule).
+            let verdict = if self.aud.keep_held {
+                self.aud.check_locally()
+            } else if PROBE_RATIO * self.refused_by_audit >= self.accepted {
+                match self.aud.probe_lost(&lost, PROBE_TARGETS) {
+                    Ok(true) => Ok(Some(self.aud.failures())),
+                    Ok(false) => self.aud.check().map(Some),
+                    Err(e) => Err(e),
+                }
+            } else {
+                self.aud.check().map(Some)
+            };
             let fails = match verdict {
                 Ok(Some(f)) => f,
                 Ok(None) => {
@@ -470,6 +492,7 @@ impl<'p, 'a> Work<'p, 'a> {
                 }
             }
             self.refused_by_audit += usize::from(!fails.is_empty());
+            self.accepted += usize::from(fails.is_empty());
             fails.is_empty()
         };
         if ok {
@@ -575,6 +598,46 @@ mod tests {
             kept += w.refused_cheaply;
         }
         assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
+    }
+
+    /// A drop trial's probe ([`Auditor::probe_lost`]) is exact: a shortfall it reports is one
+    /// the independent LP-only audit finds too, and when it reports none, the check that
+    /// follows gives the LP-only audit's verdict. Some refusals must come from the probe.
+    #[test]
+    fn probed_drop_trials_keep_the_audit_verdicts() {
+        let (mut by_probe, mut trials) = (0, 0);
+        for seed in 0..3 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            w.aud.localize().unwrap();
+            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+            for s in secondaries {
+                let lost = w.aud.remove(s);
+                if lost.is_empty() {
+                    w.aud.restore(s, lost);
+                    continue;
+                }
+                if trials >= 25 * (seed as usize + 1) {
+                    w.aud.restore(s, lost);
+                    break;
+                }
+                trials += 1;
+                let truth = lp_clean(&p, w.sup().to_vec());
+                let probed = w.aud.probe_lost(&lost, PROBE_TARGETS).unwrap();
+                if probed {
+                    by_probe += 1;
+                    assert!(!truth, "seed {seed}: the probe refused to publish {s}, which is safe");
+                    assert!(!w.aud.failures().is_empty());
+                } else {
+                    assert_eq!(w.aud.check().unwrap().is_empty(), truth, "seed {seed}: verdict on {s}");
+                }
+                w.aud.restore(s, lost);
+            }
+        }
+        eprintln!("{by_probe} of {trials} trials refused by the probe");
+        assert!(by_probe > 0, "no refusal by a probe in {trials} trials");
     }
 
     /// On large tables ([`Auditor::keep_held`]) a drop trial is decided by the local searches

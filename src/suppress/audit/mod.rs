@@ -379,7 +379,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
 
     /// The shortfalls of the certificates held (and whether there are any, for
     /// [`Self::clear_failed`]).
-    fn failures(&mut self) -> Vec<Failure> {
+    pub(crate) fn failures(&mut self) -> Vec<Failure> {
         self.sync_checked();
         let mut out = Vec::new();
         for (k, c) in self.certs.iter().enumerate() {
