@@ -568,6 +568,18 @@ mod tests {
         lp.check().unwrap().is_empty()
     }
 
+    /// Runs `f` on synthetic table `seed`'s completed pattern, re-certified locally as a
+    /// cleanup starts, with its secondaries and a distant deadline.
+    fn on_localized(seed: u64, f: impl FnOnce(&Problem, Work, Vec<usize>, &Deadline)) {
+        let t = synthetic(seed);
+        let p = Problem::from_table(&t, None);
+        let far = Deadline::after(600.0);
+        let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+        w.aud.localize().unwrap();
+        let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+        f(&p, w, secondaries, &far);
+    }
+
     /// The cheap refusals of a drop trial are sound: whenever [`Work::refuted`] refuses to
     /// publish a secondary, the LP-only audit finds the pattern without it under-protected.
     /// Also checks that the cleanup's final pattern passes the LP-only audit.
@@ -575,27 +587,23 @@ mod tests {
     fn refused_drops_are_really_unsafe() {
         let (mut refused, mut kept) = (0, 0);
         for seed in 0..3 {
-            let t = synthetic(seed);
-            let p = Problem::from_table(&t, None);
-            let far = Deadline::after(600.0);
-            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
-            w.aud.localize().unwrap();
-            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
-            for &s in &secondaries {
-                let lost = w.aud.remove(s);
-                let cheap = w.refuted(s);
-                let sup = w.sup().to_vec();
-                w.aud.restore(s, lost);
-                if !cheap || refused >= 15 * (seed as usize + 1) {
-                    continue;
+            on_localized(seed, |p, mut w, secondaries, far| {
+                for &s in &secondaries {
+                    let lost = w.aud.remove(s);
+                    let cheap = w.refuted(s);
+                    let sup = w.sup().to_vec();
+                    w.aud.restore(s, lost);
+                    if !cheap || refused >= 15 * (seed as usize + 1) {
+                        continue;
+                    }
+                    refused += 1;
+                    assert!(!lp_clean(p, sup), "seed {seed}: refusing to publish {s} was wrong");
                 }
-                refused += 1;
-                assert!(!lp_clean(&p, sup), "seed {seed}: refusing to publish {s} was wrong");
-            }
-            // Cleanup with the pool and the pinned-cell check, then an independent LP audit.
-            w.cleanup(false, 200, &far).unwrap();
-            assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: cleanup left an unsafe pattern");
-            kept += w.refused_cheaply;
+                // Cleanup with the pool and the pinned-cell check, then an independent LP audit.
+                w.cleanup(false, 200, far).unwrap();
+                assert!(lp_clean(p, w.sup().to_vec()), "seed {seed}: cleanup left an unsafe pattern");
+                kept += w.refused_cheaply;
+            });
         }
         assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
     }
@@ -607,34 +615,30 @@ mod tests {
     fn probed_drop_trials_keep_the_audit_verdicts() {
         let (mut by_probe, mut trials) = (0, 0);
         for seed in 0..3 {
-            let t = synthetic(seed);
-            let p = Problem::from_table(&t, None);
-            let far = Deadline::after(600.0);
-            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
-            w.aud.localize().unwrap();
-            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
-            for s in secondaries {
-                let lost = w.aud.remove(s);
-                if lost.is_empty() {
+            on_localized(seed, |p, mut w, secondaries, _| {
+                for s in secondaries {
+                    let lost = w.aud.remove(s);
+                    if lost.is_empty() {
+                        w.aud.restore(s, lost);
+                        continue;
+                    }
+                    if trials >= 25 * (seed as usize + 1) {
+                        w.aud.restore(s, lost);
+                        break;
+                    }
+                    trials += 1;
+                    let truth = lp_clean(p, w.sup().to_vec());
+                    let probed = w.aud.probe_lost(&lost, PROBE_TARGETS).unwrap();
+                    if probed {
+                        by_probe += 1;
+                        assert!(!truth, "seed {seed}: the probe refused to publish {s}, which is safe");
+                        assert!(!w.aud.failures().is_empty());
+                    } else {
+                        assert_eq!(w.aud.check().unwrap().is_empty(), truth, "seed {seed}: verdict on {s}");
+                    }
                     w.aud.restore(s, lost);
-                    continue;
                 }
-                if trials >= 25 * (seed as usize + 1) {
-                    w.aud.restore(s, lost);
-                    break;
-                }
-                trials += 1;
-                let truth = lp_clean(&p, w.sup().to_vec());
-                let probed = w.aud.probe_lost(&lost, PROBE_TARGETS).unwrap();
-                if probed {
-                    by_probe += 1;
-                    assert!(!truth, "seed {seed}: the probe refused to publish {s}, which is safe");
-                    assert!(!w.aud.failures().is_empty());
-                } else {
-                    assert_eq!(w.aud.check().unwrap().is_empty(), truth, "seed {seed}: verdict on {s}");
-                }
-                w.aud.restore(s, lost);
-            }
+            });
         }
         eprintln!("{by_probe} of {trials} trials refused by the probe");
         assert!(by_probe > 0, "no refusal by a probe in {trials} trials");
