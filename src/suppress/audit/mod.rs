@@ -367,6 +367,15 @@ impl<'p, 'a> Auditor<'p, 'a> {
         Ok(self.failures())
     }
 
+    /// [`Self::check`] of a drop trial that first probes the `max` lost certificates a refusal
+    /// usually comes from ([`Self::probe_lost`]); a shortfall there ends the check.
+    pub fn check_probing(&mut self, lost: &[(u32, u8, u32, f64)], max: usize) -> Result<Vec<Failure>, SuppressError> {
+        if self.probe_lost(lost, max)? {
+            return Ok(self.failures());
+        }
+        self.check()
+    }
+
     /// [`Self::check`] without the component LPs: the shortfalls the local searches prove, or
     /// `None` when some target is left undecided (unknown targets stay unknown). Why: above
     /// [`KEEP_HELD_CELLS`] cells a suppressed component spans millions of cells, and one drop
