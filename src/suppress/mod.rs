@@ -241,7 +241,7 @@ pub struct Protection {
 }
 
 /// `(cost − lower bound) / cost`, 0 when the cost is 0 (nothing to improve).
-fn relative_gap(cost: f64, lower_bound: f64) -> f64 {
+pub(crate) fn relative_gap(cost: f64, lower_bound: f64) -> f64 {
     if cost > 0.0 {
         ((cost - lower_bound) / cost).max(0.0)
     } else {
@@ -358,14 +358,23 @@ pub fn protect_with(
     } else {
         (None, Vec::new())
     };
+    // HiTaS's completion gets a cleanup when the lower bound says its pattern may be far from
+    // the optimum; that bound is also the one reported.
+    let (cleanup_trials, hitas_bound) = match (&before, &merged) {
+        (Some(p), Some(m)) if opts.method == Method::Modular => modular::default_cleanup(p, m, opts),
+        _ => (opts.cleanup_trials, None),
+    };
     let left = deadline.left_s();
-    let task =
-        TableTask { tables: vec![table.clone()], opts: ProtectOptions { time_limit_s: left, ..opts.clone() }, merged };
+    let task = TableTask {
+        tables: vec![table.clone()],
+        opts: ProtectOptions { time_limit_s: left, cleanup_trials, ..opts.clone() },
+        merged,
+    };
     let mut out = task::run_checked(solver, task)?;
     let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
     let p = before.unwrap_or_else(|| Problem::from_table(table, None));
     let pattern_cost = secondary_cost_of(&p, &statuses);
-    let lower_bound = best_bound(&p, out.lower_bound, Some(pattern_cost));
+    let lower_bound = hitas_bound.unwrap_or_else(|| best_bound(&p, out.lower_bound, Some(pattern_cost)));
     let mut prot = summarise(&p, statuses, opts.method, start, subtables, Some(lower_bound), out.audit);
     prot.worker = out.worker;
     prot.stopped_by_time_limit = out.stopped_by_time_limit || deadline.was_hit();
@@ -473,7 +482,7 @@ fn summarise(
 }
 
 /// Cost of the secondaries (forced and method-chosen) of a pattern given by its statuses.
-fn secondary_cost_of(p: &Problem, statuses: &[CellStatus]) -> f64 {
+pub(crate) fn secondary_cost_of(p: &Problem, statuses: &[CellStatus]) -> f64 {
     (0..p.n()).filter(|&i| statuses[i] == CellStatus::Secondary).map(|i| p.cost[i]).sum()
 }
 

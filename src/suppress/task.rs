@@ -89,7 +89,9 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
                 m,
                 opts.singleton_rule,
                 // HiTaS publishes the repaired merged pattern; a global cleanup runs only on a
-                // budget asked for, or under the singleton rule ([`exact::modular_cleanup`]). Measured
+                // budget asked for (by the job, or by the client when the pattern is far from the
+                // lower bound: `modular::default_cleanup`), or under the singleton rule
+                // ([`exact::modular_cleanup`]). Measured
                 // on the realistic suite (singleton off): the open repair leaves c3-ent-flat and
                 // c4-persons at their proven optima and c3-persons at 3.20 % (tau-Argus OPT
                 // 3.35 %) in ~11 s; 100 drop trials gained 3.20 → 3.17 % there for +72 s, and
