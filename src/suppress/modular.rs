@@ -193,7 +193,7 @@ pub const CLEANUP_GAP: f64 = 0.20;
 /// is the same on any machine). Measured on the census-shaped suite (BENCHMARKS.md, session
 /// 33; release build, singleton rule off): only c3-enterprises (11,317 cells, 61 % of them
 /// primary; gap 65 %) is above the threshold: 50 trials, 40.26 → 39.69 % of the value
-/// (tau-Argus OPT's time-limited pattern: 39.18 %) for +2.5 min; 400 trials reach 39.03 % but
+/// (tau-Argus OPT's time-limited pattern: 39.18 %) for ~3 min more; 400 trials reach 39.03 % but
 /// take ~20 min, past the 600-s default limit. c3-persons (8 %), c4-persons (3 %) and
 /// c3-ent-flat (19 %) are below it and keep their time.
 pub const CLEANUP_GAP_TRIALS: usize = 50;
