@@ -327,7 +327,7 @@ fn negation_within_bounds(p: &Problem, z: &[(u32, f64)]) -> bool {
 
 /// The move `z` as a map when it is a feasible attacker move for pattern `sup` (see
 /// [`Auditor::recheck`]), else `None`.
-fn feasible_move(p: &Problem, sup: &[bool], z: &[(u32, f64)]) -> Option<FastMap<u32, f64>> {
+pub(super) fn feasible_move(p: &Problem, sup: &[bool], z: &[(u32, f64)]) -> Option<FastMap<u32, f64>> {
     let zm: FastMap<u32, f64> = z.iter().copied().collect();
     for &(c, v) in z {
         let c = c as usize;

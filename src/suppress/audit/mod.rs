@@ -26,7 +26,8 @@
 //! [`report`] the public options, report types and entry points ([`audit`]);
 //! [`certificates`] the certificates that need no LP (combinatorial witnesses, candidates
 //! offered by the methods, the re-verification of a finished pattern); [`bounds`] the
-//! attacker LPs (local balls, batch and single component LPs, capacity cuts).
+//! attacker LPs (local balls, batch and single component LPs, capacity cuts); [`sparse`] the
+//! sparser witnesses that accepted cleanup trials keep.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -37,6 +38,7 @@ use super::SuppressError;
 mod bounds;
 mod certificates;
 mod report;
+mod sparse;
 mod store;
 
 pub(crate) use certificates::{CubeCandidate, MoveCandidate};
