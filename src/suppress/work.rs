@@ -47,7 +47,7 @@ pub(crate) struct Work<'p, 'a> {
     trial_stats: [(usize, usize); 2],
     /// Accepted drop trials replace the LP witnesses they found by sparser ones
     /// ([`Auditor::sparsify_since`]; default on). Why: on an 11 k-cell census enterprise table
-    /// the 50 trials of the default cleanup took 90 s instead of 144–150 s (same pattern).
+    /// the 50 trials of the default cleanup took 95 s instead of 145 s (same pattern).
     pub sparse_witnesses: bool,
     /// Witnesses made sparser so far.
     pub sparsified: usize,
