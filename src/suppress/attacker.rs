@@ -337,21 +337,23 @@ pub(crate) fn sparsest(
     targets: &[(u32, f64, f64)],
     stop: Option<Instant>,
 ) -> Result<Option<Vec<(u32, f64)>>, SuppressError> {
-    let cells: Vec<u32> = z.iter().filter(|(c, v)| *v != 0.0 && sup[*c as usize]).map(|&(c, _)| c).collect();
-    let col_of: FastMap<u32, usize> = cells.iter().enumerate().map(|(k, &c)| (c, k)).collect();
-    let mut lp = LinearProgram::new(Direction::Minimise);
-    for &(c, v) in z.iter().filter(|(c, v)| *v != 0.0 && sup[*c as usize]) {
-        let i = c as usize;
-        let w = if p.fix[i] == super::problem::Fix::Free { 1.0 } else { 1e-3 };
+    let moved: Vec<(u32, f64)> = z.iter().copied().filter(|&(c, v)| v != 0.0 && sup[c as usize]).collect();
+    let cells: Vec<u32> = moved.iter().map(|&(c, _)| c).collect();
+    let rows = p.relations_touching(&cells);
+    let mut comp = CompLp::new(p, sup, cells, rows);
+    comp.lp.direction = Direction::Minimise;
+    for (col, &(c, v)) in comp.lp.columns.iter_mut().zip(&moved) {
+        let w = if p.fix[c as usize] == super::problem::Fix::Free { 1.0 } else { 1e-3 };
+        // The sign `z` gave the cell: minimising `w·|z_c|` is then linear.
         if v > 0.0 {
-            lp.add_column(w, 0.0, p.up_gap[i]);
+            (col.cost, col.lower) = (w, 0.0);
         } else {
-            lp.add_column(-w, -p.lo_gap[i], 0.0);
+            (col.cost, col.upper) = (-w, 0.0);
         }
     }
     for &(t, dir, level) in targets {
-        let Some(&k) = col_of.get(&t) else { return Ok(None) };
-        let c = &mut lp.columns[k];
+        let Some(&k) = comp.col_of.get(&t) else { return Ok(None) };
+        let c = &mut comp.lp.columns[k];
         if dir > 0.0 {
             c.lower = c.lower.max(level);
         } else {
@@ -361,17 +363,9 @@ pub(crate) fn sparsest(
             return Ok(None);
         }
     }
-    let mut rows: Vec<u32> = cells.iter().flat_map(|&c| p.rel.of_cell(c as usize).iter().copied()).collect();
-    rows.sort_unstable();
-    rows.dedup();
-    for &r in &rows {
-        let coefs: Vec<(usize, f64)> =
-            p.rel.terms(r as usize).filter_map(|(m, a)| col_of.get(&m).map(|&k| (k, a))).collect();
-        lp.add_row(0.0, 0.0, coefs);
-    }
-    match solve_scaled(&lp, stop) {
+    match solve_scaled(&comp.lp, stop) {
         Ok(s) => {
-            Ok(Some(cells.iter().zip(&s.columns).filter(|(_, v)| v.abs() > 1e-9).map(|(&c, &v)| (c, v)).collect()))
+            Ok(Some(comp.cells.iter().zip(&s.columns).filter(|(_, v)| v.abs() > 1e-9).map(|(&c, &v)| (c, v)).collect()))
         }
         Err(lp::LpError::Stopped) => {
             Err(SuppressError::Lp { context: "a sparser witness".into(), source: lp::LpError::Stopped })

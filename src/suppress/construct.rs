@@ -343,9 +343,7 @@ fn box_moves(
     for &c in &cells {
         open[c as usize] = true;
     }
-    let mut rows: Vec<u32> = cells.iter().flat_map(|&c| p.rel.of_cell(c as usize).iter().copied()).collect();
-    rows.sort_unstable();
-    rows.dedup();
+    let rows = p.relations_touching(&cells);
     let lp = super::attacker::CompLp::new(p, &open, cells, rows);
     let mut out = Vec::new();
     for (d, n) in [(0u8, s.lpl), (1, s.upl)] {

@@ -139,6 +139,15 @@ impl<'a> Problem<'a> {
         self.lo_gap[i].min(self.up_gap[i])
     }
 
+    /// The relations touching any of `cells`, sorted: those an attacker LP over `cells` must
+    /// keep balanced.
+    pub fn relations_touching(&self, cells: &[u32]) -> Vec<u32> {
+        let mut rows: Vec<u32> = cells.iter().flat_map(|&c| self.rel.of_cell(c as usize).iter().copied()).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        rows
+    }
+
     /// Cost of a pattern.
     pub fn cost_of(&self, sup: &[bool]) -> f64 {
         sup.iter().zip(&self.cost).filter(|(s, _)| **s).map(|(_, c)| c).sum()

@@ -171,9 +171,7 @@ fn ball(p: &Problem, x: &[f64], t: u32, hops: usize, max: usize) -> (Vec<u32>, V
         }
         layer = end..cells.len();
     }
-    let mut rows: Vec<u32> = cells.iter().flat_map(|&c| p.rel.of_cell(c as usize).iter().copied()).collect();
-    rows.sort_unstable();
-    rows.dedup();
+    let rows = p.relations_touching(&cells);
     cells.sort_unstable();
     (cells, rows)
 }

@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 
-use super::super::attacker::{tolerance, CompLp, Cut};
+use super::super::attacker::{tolerance, Attack, CompLp, Cut, Solves};
 use super::super::problem::Problem;
 use super::super::SuppressError;
 use super::{is_sliding, need, tick, Auditor, Cert, Checked};
@@ -63,9 +63,7 @@ impl Auditor<'_, '_> {
             }
             layer = end..cells.len();
         }
-        let mut rows: Vec<u32> = cells.iter().flat_map(|&c| self.p.rel.of_cell(c as usize).iter().copied()).collect();
-        rows.sort_unstable();
-        rows.dedup();
+        let rows = self.p.relations_touching(&cells);
         cells.sort_unstable();
         (cells, rows)
     }
@@ -180,7 +178,7 @@ impl Auditor<'_, '_> {
         let sup = &self.sup;
         let checked = self.checked.as_ref();
         let stop = self.stop;
-        let res: Vec<(crate::suppress::attacker::Attack, Option<Cut>)> = todo
+        let res: Vec<(Attack, Option<Cut>)> = todo
             .par_iter()
             .zip(balls)
             .map(|(&(k, d), (cells, rows))| {
@@ -250,7 +248,6 @@ impl Auditor<'_, '_> {
         // later trials lose every certificate resting on one (measured: 2.8× more
         // certificates lost and a slower cleanup when kept); the check re-certifies locally.
         let sup = self.sup.clone();
-        let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
         let mut open: Vec<(usize, usize)> =
             todo.iter().copied().filter(|&(k, d)| matches!(self.certs[k][d], Cert::Unknown)).collect();
         while let Some(&(k0, _)) = open.first() {
@@ -262,9 +259,8 @@ impl Auditor<'_, '_> {
             let lp = CompLp::new(p, &sup, cells, rows).with_stop(self.stop);
             let mut how = lp.warm();
             for (k, d) in here {
-                let t = p.sens[k];
-                let (dir, n) = (if d == 0 { -1.0 } else { 1.0 }, need(&t, d));
-                let (att, cut) = lp.single_with(&mut how, p, &x, t.cell, dir, n, n)?;
+                let n = need(&p.sens[k], d);
+                let (att, cut) = attack(p, &sup, &lp, &mut how, (k, d), n, n)?;
                 self.lps += 1;
                 if att.value < n - tolerance(n) {
                     self.certs[k][d] = Cert::Failed(att.value, cut.map(|c| Box::new(c.capped(n))));
@@ -380,12 +376,10 @@ impl Auditor<'_, '_> {
                 run.iter()
                     .map(|&(ci, k, d)| {
                         let s = &p.sens[k];
-                        let dir = if d == 0 { -1.0 } else { 1.0 };
                         let n = need(s, d);
                         let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
                         let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
-                        let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
-                        let r = lps[ci].single_with(&mut how, p, &x, s.cell, dir, cap, cut_at);
+                        let r = attack(p, sup, &lps[ci], &mut how, (k, d), cap, cut_at);
                         tick(checked, 1);
                         r
                     })
@@ -451,6 +445,22 @@ const BATCH_ROUNDS: usize = 16;
 /// Attacker LPs of one component solved in a row from one hot start ([`CompLp::warm`]): the
 /// first from scratch, the others from the previous basis.
 const WARM_RUN: usize = 32;
+
+/// Component LP `lp`'s attack on target `(k, d)` of pattern `sup` (capped at `cap`, a cut
+/// below `cut_at`), hot-started from the previous solve of `how`.
+fn attack(
+    p: &Problem,
+    sup: &[bool],
+    lp: &CompLp,
+    how: &mut Solves,
+    (k, d): (usize, usize),
+    cap: f64,
+    cut_at: f64,
+) -> Result<(Attack, Option<Cut>), SuppressError> {
+    let dir = if d == 0 { -1.0 } else { 1.0 };
+    let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
+    lp.single_with(how, p, &x, p.sens[k].cell, dir, cap, cut_at)
+}
 
 fn run_batches(
     p: &Problem,

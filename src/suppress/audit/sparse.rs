@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use super::super::attacker::{sparsest, tolerance};
+use super::super::problem::Problem;
 use super::super::SuppressError;
 use super::certificates::feasible_move;
 use super::{need, Auditor, Cert};
@@ -13,6 +14,14 @@ type Users = Vec<(u32, u8)>;
 
 /// Witnesses with at most this many cells are kept as found (already a short cycle).
 const SPARSE_MIN: usize = 16;
+
+/// User `(k, d)`'s cell, its direction (−1 down, +1 up) and how far the move `at` (a cell's
+/// value in it) takes the cell that way.
+fn reach(p: &Problem, (k, d): (u32, u8), at: impl Fn(u32) -> f64) -> (u32, f64, f64) {
+    let cell = p.sens[k as usize].cell;
+    let dir = if d == 0 { -1.0 } else { 1.0 };
+    (cell, dir, dir * at(cell))
+}
 
 impl Auditor<'_, '_> {
     /// Witnesses recorded so far (ids below this exist).
@@ -47,13 +56,12 @@ impl Auditor<'_, '_> {
         let found: Vec<Option<Move>> = jobs
             .par_iter()
             .map(|(z, users)| {
+                let at = |cell: u32| z.iter().find(|(c, _)| *c == cell).map_or(0.0, |&(_, v)| v);
                 let targets: Vec<(u32, f64, f64)> = users
                     .iter()
-                    .map(|&(k, d)| {
-                        let s = &p.sens[k as usize];
-                        let dir = if d == 0 { -1.0 } else { 1.0 };
-                        let had = z.iter().find(|(c, _)| *c == s.cell).map_or(0.0, |&(_, v)| dir * v);
-                        (s.cell, dir, need(s, d as usize).min(had))
+                    .map(|&u| {
+                        let (cell, dir, had) = reach(p, u, at);
+                        (cell, dir, need(&p.sens[u.0 as usize], u.1 as usize).min(had))
                     })
                     .collect();
                 sparsest(p, sup, z, &targets, stop)
@@ -64,15 +72,9 @@ impl Auditor<'_, '_> {
         for ((z, users), new) in jobs.into_iter().zip(found) {
             let Some(new) = new.filter(|n| n.len() < z.len()) else { continue };
             let Some(zm) = feasible_move(p, &self.sup, &new) else { continue };
-            let reach: Vec<f64> = users
-                .iter()
-                .map(|&(k, d)| {
-                    let s = &p.sens[k as usize];
-                    let dir = if d == 0 { -1.0 } else { 1.0 };
-                    dir * zm.get(&s.cell).copied().unwrap_or(0.0)
-                })
-                .collect();
-            let reaches = users.iter().zip(&reach).all(|(&(k, d), &v)| {
+            let reached: Vec<f64> =
+                users.iter().map(|&u| reach(p, u, |c| zm.get(&c).copied().unwrap_or(0.0)).2).collect();
+            let reaches = users.iter().zip(&reached).all(|(&(k, d), &v)| {
                 let n = need(&p.sens[k as usize], d as usize);
                 v >= n - tolerance(n)
             });
@@ -80,7 +82,7 @@ impl Auditor<'_, '_> {
                 continue;
             }
             let id = self.record(new);
-            for (&(k, d), v) in users.iter().zip(reach) {
+            for (&(k, d), v) in users.iter().zip(reached) {
                 self.users[id as usize].push((k, d));
                 self.certs[k as usize][d as usize] = Cert::Ok(id, v);
             }
