@@ -223,15 +223,29 @@ pub(crate) fn complete_merged<'p, 'a>(
         p.cost_percent(p.cost_of(&w.aud.sup))
     ));
     if let Some(c) = cleanup {
-        w.cleanup_lps = c.lps;
+        w.cleanup_columns = c.columns;
         w.cleanup(singleton_rule, c.trials, deadline)?;
     }
     Ok(w)
 }
 
-/// Attacker LPs of the global cleanup after HiTaS's merged pattern is repaired under the
-/// singleton rule (see [`modular_cleanup`]).
-const SINGLETON_CLEANUP_LPS: usize = 20_000;
+/// Attacker-LP columns (`Auditor::lp_columns`) of the global cleanup after HiTaS's merged
+/// pattern is repaired under the singleton rule, per second of the stated time limit
+/// ([`singleton_cleanup_columns`]): 24 M at the 600-s default. A size-weighted work count:
+/// a trial's LPs are ~3× larger on c3-enterprises (one component of ~9,000 cells) than on
+/// c3-persons. Measured (release build, 2-core machine): c3-persons solves ~195 k columns a
+/// second, c3-enterprises ~118 k, so this cleanup takes ~20 % and ~34 % of the limit (the gap
+/// cleanup's whole runs stay under 45 % of it, [`super::modular::CLEANUP_SECONDS_PER_TRIAL`]).
+/// The former budget, 20,000 LPs (17.3 M columns on c3-persons, 51 M on c3-enterprises), took
+/// c3-enterprises's whole run to 89 % of the 600-s limit: a slower machine would have been
+/// stopped by the limit, and published another pattern.
+pub const SINGLETON_CLEANUP_COLUMNS_PER_SECOND: f64 = 40_000.0;
+
+/// The LP-column budget of the singleton rule's cleanup under a stated limit of
+/// `time_limit_s` ([`SINGLETON_CLEANUP_COLUMNS_PER_SECOND`]).
+pub fn singleton_cleanup_columns(time_limit_s: f64) -> usize {
+    (time_limit_s * SINGLETON_CLEANUP_COLUMNS_PER_SECOND).floor() as usize
+}
 
 /// The cleanup budget of the modular completion: the drop trials asked for, if any (by the job,
 /// or by the client: [`super::modular::default_cleanup`]); else none,
@@ -239,18 +253,20 @@ const SINGLETON_CLEANUP_LPS: usize = 20_000;
 /// whole table does not need. Measured on c3-persons (11,264 cells, singleton rule on, release
 /// build): the repaired merged pattern suppresses 4.03 % of the value, 500 drop trials (about
 /// 20,000 LPs) bring it to 3.65 %, 900 to 3.59 %; on c3-enterprises (61 % of the cells primary,
-/// one large component) each trial costs ~10× more, so the budget is in LPs, not trials.
+/// one large component) each trial costs ~10× more, so the budget is in LP columns, not trials.
 pub(crate) fn modular_cleanup(opts: &ProtectOptions) -> Option<Cleanup> {
-    let asked = opts.cleanup_trials.map(|trials| Cleanup { trials, lps: usize::MAX });
-    let singleton = opts.singleton_rule.then_some(Cleanup { trials: usize::MAX, lps: SINGLETON_CLEANUP_LPS });
+    let asked = opts.cleanup_trials.map(|trials| Cleanup { trials, columns: usize::MAX });
+    let columns = singleton_cleanup_columns(opts.budget_limit_s());
+    let singleton = opts.singleton_rule.then_some(Cleanup { trials: usize::MAX, columns });
     asked.or(singleton).filter(|_| opts.cleanup)
 }
 
-/// The budget of a global cleanup: drop trials, and attacker LPs ([`Work::cleanup_lps`]).
+/// The budget of a global cleanup: drop trials, and attacker-LP columns
+/// ([`Work::cleanup_columns`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cleanup {
     pub trials: usize,
-    pub lps: usize,
+    pub columns: usize,
 }
 
 /// [`repaired`] starts from the closure when more than one sensitive cell in this many fails.
@@ -468,6 +484,20 @@ mod tests {
 
     fn spec(dims: Vec<Vec<usize>>, density: f64, seed: u64) -> SynthSpec {
         SynthSpec { dims, density, mean_freq: 4.0, min_freq: 3, protection: 0.15, seed }
+    }
+
+    /// The singleton rule's cleanup budget (LP columns) follows the limit the job stated, also
+    /// in a task sent on with what is left of it; an asked budget or `cleanup = false` decide.
+    #[test]
+    fn the_singleton_cleanup_budget_follows_the_stated_limit() {
+        let o = ProtectOptions { method: Method::Modular, singleton_rule: true, ..Default::default() };
+        let budget = |o: &ProtectOptions| super::modular_cleanup(o).map(|c| (c.trials, c.columns));
+        assert_eq!(budget(&o), Some((usize::MAX, 24_000_000)), "600-s default");
+        assert_eq!(budget(&o.with_time_left(3.5)), budget(&o));
+        assert_eq!(budget(&ProtectOptions { time_limit_s: 1200.0, ..o.clone() }), Some((usize::MAX, 48_000_000)));
+        assert_eq!(budget(&ProtectOptions { cleanup_trials: Some(5), ..o.clone() }), Some((5, usize::MAX)));
+        assert_eq!(budget(&ProtectOptions { cleanup: false, ..o.clone() }), None);
+        assert_eq!(budget(&ProtectOptions { singleton_rule: false, ..o }), None);
     }
 
     /// Independent audit: attacker LPs only, exact intervals.

@@ -258,7 +258,7 @@ fn modular_linked(
                     t2.set_status(i, CellStatus::Secondary);
                 }
             }
-            let left = ProtectOptions { time_limit_s: deadline.left_s(), ..opts.clone() };
+            let left = opts.with_time_left(deadline.left_s());
             let prot = super::protect(&t2, &left).map_err(|e| to_joint(e, &maps[ti]))?;
             if prot.stopped_by_time_limit {
                 deadline.record_hit();

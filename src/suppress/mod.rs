@@ -135,12 +135,28 @@ pub struct ProtectOptions {
     /// First-pattern construction of `Fast` (see [`Construction`]).
     #[serde(default)]
     pub construction: Construction,
+    /// The time limit the job stated, when `time_limit_s` is what is left of it (a task sent
+    /// on after the client's steps, a linked table protected after others). The work budgets
+    /// derived from the limit ([`Self::budget_limit_s`]) follow this one: what is left depends
+    /// on the machine, and so would the pattern.
+    #[serde(default)]
+    pub stated_limit_s: Option<f64>,
 }
 
 impl ProtectOptions {
     /// Drop trials of one cleanup pass ([`Self::cleanup_trials`], default every candidate).
     pub fn cleanup_budget(&self) -> usize {
         self.cleanup_trials.unwrap_or(budget::EVERY_CANDIDATE)
+    }
+
+    /// The time limit the work budgets are derived from: the one the job stated.
+    pub fn budget_limit_s(&self) -> f64 {
+        self.stated_limit_s.unwrap_or(self.time_limit_s)
+    }
+
+    /// These options with `left` seconds as the hard stop, the budgets kept.
+    pub fn with_time_left(&self, left: f64) -> Self {
+        Self { time_limit_s: left, stated_limit_s: Some(self.budget_limit_s()), ..self.clone() }
     }
 }
 
@@ -166,6 +182,7 @@ impl Default for ProtectOptions {
             // in 69 s (tau-Argus OPT 1.17 %, BENCHMARKS.md "Session 6").
             optimal_max_cells: 5000,
             construction: Construction::Auto,
+            stated_limit_s: None,
         }
     }
 }
@@ -367,7 +384,7 @@ pub fn protect_with(
     let left = deadline.left_s();
     let task = TableTask {
         tables: vec![table.clone()],
-        opts: ProtectOptions { time_limit_s: left, cleanup_trials, ..opts.clone() },
+        opts: ProtectOptions { cleanup_trials, ..opts.with_time_left(left) },
         merged,
     };
     let mut out = task::run_checked(solver, task)?;

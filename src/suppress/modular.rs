@@ -218,7 +218,7 @@ pub(crate) fn default_cleanup(p: &Problem, merged: &[bool], opts: &ProtectOption
     let lb = super::best_bound(p, None, Some(cost));
     let gap = super::relative_gap(cost, lb);
     trace(format_args!("HiTaS's merged pattern: {:.1} % above the lower bound", 100.0 * gap));
-    ((gap > CLEANUP_GAP).then_some(cleanup_gap_trials(opts.time_limit_s)), Some(lb))
+    ((gap > CLEANUP_GAP).then_some(cleanup_gap_trials(opts.budget_limit_s())), Some(lb))
 }
 
 /// Sensitive cells plus marginals equal to a sensitive part (or parts equal to a sensitive
@@ -668,9 +668,10 @@ mod tests {
         assert_eq!(default_cleanup(&p, &all, &ProtectOptions { singleton_rule: true, ..base.clone() }), (None, None));
         assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }), (None, None));
         assert_eq!(default_cleanup(&p, &all, &base).0, Some(100), "everything suppressed: far above (600-s limit)");
-        // The budget follows the stated limit, not the clock.
+        // The budget follows the stated limit, not the clock: also with less of it left.
         let longer = ProtectOptions { time_limit_s: 1800.0, ..base.clone() };
         assert_eq!(default_cleanup(&p, &all, &longer).0, Some(300));
+        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5)).0, Some(300));
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub(crate) fn run(
     let rule = opts.singleton_rule;
     let mut w = match seed {
         Some(m) => {
-            complete_merged(p, m, rule, Some(Cleanup { trials: opts.cleanup_budget(), lps: usize::MAX }), deadline)?
+            complete_merged(p, m, rule, Some(Cleanup { trials: opts.cleanup_budget(), columns: usize::MAX }), deadline)?
         }
         None => {
             let mut w = complete(p, p.initial(), rule, opts.construction, deadline)?;

@@ -65,9 +65,10 @@ pub(crate) struct Work<'p, 'a> {
     /// the LP repair it leads to do not scale; below, the closure and LP repair give cheaper
     /// patterns (an ancestor cube suppresses marginals up to the grand total).
     pub last_resort_cubes: bool,
-    /// Attacker LPs the next [`Self::cleanup`] may solve (a deterministic work budget next to
-    /// its drop trials: LPs, not trials, are what a cleanup's time follows; default: no limit).
-    pub cleanup_lps: usize,
+    /// Attacker-LP columns ([`Auditor::lp_columns`]) the next [`Self::cleanup`] may solve: a
+    /// deterministic work budget next to its drop trials (LP work, not trials, is what a
+    /// cleanup's time follows; default: no limit).
+    pub cleanup_columns: usize,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -124,7 +125,7 @@ impl<'p, 'a> Work<'p, 'a> {
             candidates: Vec::new(),
             move_candidates: Vec::new(),
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
-            cleanup_lps: usize::MAX,
+            cleanup_columns: usize::MAX,
         }
     }
 
@@ -400,7 +401,7 @@ impl<'p, 'a> Work<'p, 'a> {
         (tried, dropped): (&mut usize, &mut usize),
     ) -> Result<(), SuppressError> {
         let p = self.p;
-        let (t0, lps0) = (Instant::now(), self.aud.lps);
+        let (t0, lps0, cols0) = (Instant::now(), self.aud.lps, self.aud.lp_columns);
         self.aud.localize()?;
         trace(format_args!(
             "cleanup: local re-certification {:.1}s, {} LPs",
@@ -408,12 +409,17 @@ impl<'p, 'a> Work<'p, 'a> {
             self.aud.lps - lps0
         ));
         for &s in cands.iter().take(trials) {
-            if deadline.reached() || self.aud.lps - lps0 >= self.cleanup_lps {
+            if deadline.reached() || self.aud.lp_columns - cols0 >= self.cleanup_columns {
                 break;
             }
             if *tried % 50 == 0 {
                 let cost = p.cost_percent(p.cost_of(&self.aud.sup));
-                trace(format_args!("cleanup: {tried} trials at {:.1}s, cost {cost:.3} %", t0.elapsed().as_secs_f64()));
+                trace(format_args!(
+                    "cleanup: {tried} trials at {:.1}s, {} LPs over {} columns, cost {cost:.3} %",
+                    t0.elapsed().as_secs_f64(),
+                    self.aud.lps - lps0,
+                    self.aud.lp_columns - cols0
+                ));
             }
             crate::progress::solver_progress("cleanup", || {
                 format!(
@@ -503,7 +509,7 @@ impl<'p, 'a> Work<'p, 'a> {
         if ok {
             self.unsuppress_counts(s);
             // Large tables keep their local witnesses as found: their trials are budgeted in
-            // LPs (`cleanup_lps`), and a ball witness is short already.
+            // LP columns (`cleanup_columns`), and a ball witness is short already.
             if self.sparse_witnesses && !self.aud.keep_held {
                 // Stopped here, the trial stands: its certificates are the LP witnesses found.
                 match self.aud.sparsify_since(id0) {
@@ -645,6 +651,31 @@ mod tests {
             assert_eq!(patterns[0], patterns[1], "seed {seed}: sparser witnesses changed the pattern");
         }
         assert!(replaced > 0, "no witness made sparser");
+    }
+
+    /// The cleanup's LP-column budget ([`Work::cleanup_columns`]) is a work limit: a cleanup
+    /// given half the columns a full one solves goes through the same trials until it has spent
+    /// them, so it spends at least that half and at most the full count, and drops no more.
+    #[test]
+    fn the_column_budget_ends_the_cleanup() {
+        for seed in 0..2 {
+            let mut full = (0, 0);
+            on_localized(seed, |_, mut w, _, far| {
+                let (c0, l0) = (w.aud.lp_columns, w.aud.lps);
+                let dropped = w.cleanup(false, 200, far).unwrap();
+                let (cols, lps) = (w.aud.lp_columns - c0, w.aud.lps - l0);
+                assert!(cols >= lps && lps > 0, "seed {seed}: {lps} LPs over {cols} columns");
+                full = (cols, dropped);
+            });
+            on_localized(seed, |_, mut w, _, far| {
+                let c0 = w.aud.lp_columns;
+                w.cleanup_columns = full.0 / 2;
+                let dropped = w.cleanup(false, 200, far).unwrap();
+                let cols = w.aud.lp_columns - c0;
+                assert!((full.0 / 2..=full.0).contains(&cols), "seed {seed}: {cols} columns of {}", full.0);
+                assert!(dropped <= full.1, "seed {seed}: {dropped} dropped, {} in the full cleanup", full.1);
+            });
+        }
     }
 
     /// A drop trial's probe ([`Auditor::probe_lost`]) is exact: a shortfall it reports is one

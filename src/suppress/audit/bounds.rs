@@ -139,7 +139,7 @@ impl Auditor<'_, '_> {
                     lp.batch(&targets)
                 })
                 .collect::<Result<_, SuppressError>>()?;
-            self.lps += res.len();
+            self.solved(res.len(), chunk.iter().map(|g| g.0.len()).sum());
             for ((_, _, members), w) in chunk.iter().zip(res) {
                 let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
                 let done: Vec<(usize, usize, f64)> = members
@@ -175,6 +175,7 @@ impl Auditor<'_, '_> {
         let p = self.p;
         let balls: Vec<(Vec<u32>, Vec<u32>)> =
             todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
+        self.solved(0, balls.iter().map(|b| b.0.len()).sum());
         let sup = &self.sup;
         let checked = self.checked.as_ref();
         let stop = self.stop;
@@ -192,7 +193,7 @@ impl Auditor<'_, '_> {
                 r
             })
             .collect::<Result<_, SuppressError>>()?;
-        self.lps += res.len();
+        self.solved(res.len(), 0);
         for (&(k, d), (att, cut)) in todo.iter().zip(res) {
             let n = need(&p.sens[k], d);
             if att.value >= n - tolerance(n) {
@@ -261,7 +262,7 @@ impl Auditor<'_, '_> {
             for (k, d) in here {
                 let n = need(&p.sens[k], d);
                 let (att, cut) = attack(p, &sup, &lp, &mut how, (k, d), n, n)?;
-                self.lps += 1;
+                self.solved(1, lp.cells.len());
                 if att.value < n - tolerance(n) {
                     self.certs[k][d] = Cert::Failed(att.value, cut.map(|c| Box::new(c.capped(n))));
                     self.has_failed = true;
@@ -349,7 +350,7 @@ impl Auditor<'_, '_> {
             .map(|(ci, g)| run_batches(p, &lps[ci], g, checked))
             .collect::<Result<_, _>>()?;
         for (ci, out) in batch.into_iter().enumerate() {
-            self.lps += out.lps;
+            self.solved(out.lps, out.lps * lps[ci].cells.len());
             for (w, users) in out.witnesses {
                 let id = self.record(w);
                 for (k, d, v) in users {
@@ -387,7 +388,7 @@ impl Auditor<'_, '_> {
             })
             .collect::<Result<_, _>>()?;
         let res: Vec<_> = res.into_iter().flatten().collect();
-        self.lps += res.len();
+        self.solved(res.len(), singles.iter().map(|&(ci, ..)| lps[ci].cells.len()).sum());
         let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
         for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
             let s = p.sens[k];

@@ -67,7 +67,7 @@ impl Auditor<'_, '_> {
                 sparsest(p, sup, z, &targets, stop)
             })
             .collect::<Result<_, _>>()?;
-        self.lps += jobs.len();
+        self.solved(jobs.len(), jobs.iter().map(|(z, _)| z.len()).sum());
         let mut replaced = 0;
         for ((z, users), new) in jobs.into_iter().zip(found) {
             let Some(new) = new.filter(|n| n.len() < z.len()) else { continue };
