@@ -508,8 +508,8 @@ impl<'p, 'a> Work<'p, 'a> {
         };
         if ok {
             self.unsuppress_counts(s);
-            // Large tables keep their local witnesses as found: their trials are budgeted in
-            // LP columns (`cleanup_columns`), and a ball witness is short already.
+            // Large tables keep their local witnesses as found: their trials are decided by the
+            // local searches alone (`check_locally`), and a ball witness is short already.
             if self.sparse_witnesses && !self.aud.keep_held {
                 // Stopped here, the trial stands: its certificates are the LP witnesses found.
                 match self.aud.sparsify_since(id0) {

@@ -175,7 +175,7 @@ impl Auditor<'_, '_> {
         let p = self.p;
         let balls: Vec<(Vec<u32>, Vec<u32>)> =
             todo.iter().map(|&(k, _)| self.ball(p.sens[k].cell, hops, max)).collect();
-        self.solved(0, balls.iter().map(|b| b.0.len()).sum());
+        let columns = balls.iter().map(|b| b.0.len()).sum();
         let sup = &self.sup;
         let checked = self.checked.as_ref();
         let stop = self.stop;
@@ -193,7 +193,7 @@ impl Auditor<'_, '_> {
                 r
             })
             .collect::<Result<_, SuppressError>>()?;
-        self.solved(res.len(), 0);
+        self.solved(res.len(), columns);
         for (&(k, d), (att, cut)) in todo.iter().zip(res) {
             let n = need(&p.sens[k], d);
             if att.value >= n - tolerance(n) {
