@@ -37,6 +37,8 @@ pub(crate) struct Work<'p, 'a> {
     /// Drop trials refused without an audit ([`Self::refuted`]: pinned cell, pooled cut; too
     /// many certificates lost, [`TRIAL_LOST_MAX`]) and by the audit.
     pub refused_cheaply: usize,
+    /// Of those, the ones refused for losing more than [`TRIAL_LOST_MAX`] certificates (trace).
+    refused_many_lost: usize,
     pub refused_by_audit: usize,
     /// Drop trials the audit accepted.
     pub accepted: usize,
@@ -69,6 +71,9 @@ pub(crate) struct Work<'p, 'a> {
     /// deterministic work budget next to its drop trials (LP work, not trials, is what a
     /// cleanup's time follows; default: no limit).
     pub cleanup_columns: usize,
+    /// Suppressed cells in one component above which [`Self::cleanup`] decides its trials by
+    /// the local searches alone ([`LOCAL_TRIALS_COMPONENT`]).
+    pub local_trials_component: usize,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -83,6 +88,15 @@ const CLEANUP_GROUP_MIN: usize = 4;
 /// LPs in 386 s when the limit ended it, the whole cleanup one unfinished trial). Refusing a
 /// drop is always safe.
 const TRIAL_LOST_MAX: usize = 2_000;
+
+/// A cleanup whose pattern has a suppressed component of more cells than this decides its
+/// drop trials by the local searches alone, as above [`Auditor::keep_held`]'s table size: an
+/// audit that the local searches leave undecided ends in LPs over the whole component. Measured
+/// on a 5-dimensional census table (101,827 cells, one 95 k-cell component): the first trial
+/// solved 8 such LPs in 456 s and the 600-s limit ended the cleanup there; decided locally,
+/// all 50,734 trials took 58 s and gave the same pattern. The suite's largest components under
+/// LP-decided trials are ~9,000 cells (an 11 k-cell enterprise table).
+const LOCAL_TRIALS_COMPONENT: usize = 50_000;
 
 /// Lost certificates a drop trial decides first ([`Auditor::probe_lost`]), while the audit
 /// has refused at least one trial for every `PROBE_RATIO` it accepted (measured on an 11 k-cell
@@ -115,6 +129,7 @@ impl<'p, 'a> Work<'p, 'a> {
             pool: Vec::new(),
             pool_of: FastMap::default(),
             refused_cheaply: 0,
+            refused_many_lost: 0,
             refused_undecided: 0,
             refused_by_audit: 0,
             accepted: 0,
@@ -126,6 +141,7 @@ impl<'p, 'a> Work<'p, 'a> {
             move_candidates: Vec::new(),
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
             cleanup_columns: usize::MAX,
+            local_trials_component: LOCAL_TRIALS_COMPONENT,
         }
     }
 
@@ -360,6 +376,13 @@ impl<'p, 'a> Work<'p, 'a> {
             return Ok(0);
         }
         let t0 = Instant::now();
+        if !self.aud.keep_held {
+            let largest = self.aud.largest_component();
+            if largest > self.local_trials_component {
+                self.aud.keep_held = true;
+                trace(format_args!("cleanup: a suppressed component of {largest} cells: trials decided locally"));
+            }
+        }
         self.aud.group_min = CLEANUP_GROUP_MIN;
         // The trials' LPs end at the hard stop too: one component LP of a 1 M-cell census
         // pattern (91 % of its cells suppressed) ran for minutes past it. A stopped audit
@@ -374,12 +397,13 @@ impl<'p, 'a> Work<'p, 'a> {
             r => r?,
         }
         trace(format_args!(
-            "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit, \
-             {} by the audit, {} undecided locally, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), \
+            "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit \
+             ({} of them for losing over {TRIAL_LOST_MAX} certificates), {} by the audit, {} undecided locally, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), \
              cost {:.0}",
             t0.elapsed().as_secs_f64(),
             cands.len(),
             self.refused_cheaply,
+            self.refused_many_lost,
             self.refused_by_audit,
             self.refused_undecided,
             self.aud.lps - lps0,
@@ -461,11 +485,13 @@ impl<'p, 'a> Work<'p, 'a> {
     pub fn try_drop(&mut self, s: usize, singleton_rule: bool) -> Result<bool, SuppressError> {
         let id0 = self.aud.witness_count();
         let lost = self.aud.remove(s);
+        let many_lost = self.aud.keep_held && lost.len() > TRIAL_LOST_MAX;
         let ok = if (singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
-            || (self.aud.keep_held && lost.len() > TRIAL_LOST_MAX)
+            || many_lost
             || self.refuted(s)
         {
             self.refused_cheaply += 1;
+            self.refused_many_lost += usize::from(many_lost);
             false
         } else {
             let lps0 = self.aud.lps;
@@ -751,6 +777,37 @@ mod tests {
             assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
         }
         assert!(undecided > 0, "no undecided trial exercised (kept {kept})");
+    }
+
+    /// A cleanup over a suppressed component of more than [`Work::local_trials_component`]
+    /// cells decides its trials like a large table's: with no local search available (LPs
+    /// only, no ball LPs), it solves no LP at all, where the same cleanup over a component within the
+    /// threshold solves some; both patterns pass the LP audit. The component size is the
+    /// largest of the per-cell components the LPs are built over.
+    #[test]
+    fn cleanups_over_a_giant_component_decide_their_trials_locally() {
+        for seed in 0..3 {
+            let mut largest = 0;
+            for local in [false, true] {
+                let t = synthetic(seed);
+                let p = Problem::from_table(&t, None);
+                let far = Deadline::after(600.0);
+                let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+                largest = w.aud.largest_component();
+                let suppressed: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i]).collect();
+                let each = suppressed.iter().map(|&i| w.aud.component(i as u32).0.len()).max();
+                assert_eq!(Some(largest), each, "seed {seed}");
+                w.local_trials_component = if local { largest - 1 } else { largest };
+                (w.aud.lp_only, w.aud.balls) = (true, &[]);
+                let lps = w.aud.lps;
+                w.cleanup(false, 200, &far).unwrap();
+                assert_eq!(w.aud.keep_held, local, "seed {seed}");
+                let solved = w.aud.lps - lps;
+                assert_eq!(solved == 0, local, "seed {seed}: {solved} LPs with local trials {local}");
+                assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
+            }
+            assert!(largest > 1, "seed {seed}: no component to speak of");
+        }
     }
 
     /// `time_limit_s` is a hard wall inside the cleanup's LPs too: an audit stopped by it (here

@@ -149,7 +149,7 @@ pub(crate) struct Auditor<'p, 'a> {
     pub keep_held: bool,
     /// Ball radii and sizes of the local LPs ([`BALLS`]; tests leave them out to see what
     /// the other certificates do alone).
-    balls: &'static [(usize, usize)],
+    pub(crate) balls: &'static [(usize, usize)],
     /// Hard stop of the LPs of [`Self::check`] (set by searches that improve a clean pattern):
     /// past it a check fails with [`LpError::Stopped`](crate::lp::LpError::Stopped), and
     /// the caller restores its last audited state ([`Self::restore`], [`Self::localize`]).

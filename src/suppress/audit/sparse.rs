@@ -7,6 +7,7 @@ use super::super::problem::Problem;
 use super::super::SuppressError;
 use super::certificates::feasible_move;
 use super::{need, Auditor, Cert};
+use crate::table::relations::FastMap;
 
 /// A witness's moves `(cell, value)`, and the `(sensitive index, direction)` pairs it certifies.
 type Move = Vec<(u32, f64)>;
@@ -56,7 +57,12 @@ impl Auditor<'_, '_> {
         let found: Vec<Option<Move>> = jobs
             .par_iter()
             .map(|(z, users)| {
-                let at = |cell: u32| z.iter().find(|(c, _)| *c == cell).map_or(0.0, |&(_, v)| v);
+                // One look-up per user: a witness may move thousands of cells.
+                let mut moved: FastMap<u32, f64> = FastMap::default();
+                for &(c, v) in z {
+                    moved.entry(c).or_insert(v);
+                }
+                let at = |cell: u32| moved.get(&cell).copied().unwrap_or(0.0);
                 let targets: Vec<(u32, f64, f64)> = users
                     .iter()
                     .map(|&u| {
