@@ -376,6 +376,7 @@ impl<'p, 'a> Work<'p, 'a> {
             return Ok(0);
         }
         let t0 = Instant::now();
+        // Once set it stays: later cleanups of this work (tabu's) start from the same component.
         if !self.aud.keep_held {
             let largest = self.aud.largest_component();
             if largest > self.local_trials_component {

@@ -14,7 +14,28 @@ impl Auditor<'_, '_> {
     /// Component (cells, relations) of suppressed cell `t`.
     pub(crate) fn component(&mut self, t: u32) -> (Vec<u32>, Vec<u32>) {
         self.epoch += 1;
+        let (mut cells, mut rows) = self.grow(t, self.epoch);
+        cells.sort_unstable();
+        rows.sort_unstable();
+        (cells, rows)
+    }
+
+    /// Cells of the largest suppressed component: what one component LP spans.
+    pub(crate) fn largest_component(&mut self) -> usize {
+        self.epoch += 1;
         let e = self.epoch;
+        let mut largest = 0;
+        for t in 0..self.p.n() {
+            if self.sup[t] && self.mark[t] != e {
+                largest = largest.max(self.grow(t as u32, e).0.len());
+            }
+        }
+        largest
+    }
+
+    /// The suppressed cells and relations reachable from `t`, marked with epoch `e` (cells
+    /// already marked with it are not entered again).
+    fn grow(&mut self, t: u32, e: u32) -> (Vec<u32>, Vec<u32>) {
         let (mut cells, mut rows) = (vec![t], Vec::new());
         self.mark[t as usize] = e;
         let mut k = 0;
@@ -35,41 +56,7 @@ impl Auditor<'_, '_> {
                 }
             }
         }
-        cells.sort_unstable();
-        rows.sort_unstable();
         (cells, rows)
-    }
-
-    /// Cells of the largest suppressed component: what one component LP spans.
-    pub(crate) fn largest_component(&mut self) -> usize {
-        self.epoch += 1;
-        let e = self.epoch;
-        let (mut largest, mut stack) = (0, Vec::new());
-        for t in 0..self.p.n() {
-            if !self.sup[t] || self.mark[t] == e {
-                continue;
-            }
-            self.mark[t] = e;
-            stack.push(t as u32);
-            let mut size = 0;
-            while let Some(c) = stack.pop() {
-                size += 1;
-                for &r in self.p.rel.of_cell(c as usize) {
-                    if self.rmark[r as usize] == e {
-                        continue;
-                    }
-                    self.rmark[r as usize] = e;
-                    for m in self.p.rel.members(r as usize) {
-                        if self.sup[m as usize] && self.mark[m as usize] != e {
-                            self.mark[m as usize] = e;
-                            stack.push(m);
-                        }
-                    }
-                }
-            }
-            largest = largest.max(size);
-        }
-        largest
     }
 
     /// Cells within `hops` relation hops of `t` (at most `max`) and every relation
