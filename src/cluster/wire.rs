@@ -206,6 +206,7 @@ pub struct WireTask {
     fallback: Vec<bool>,
     opts: ProtectOptions,
     time_limit_bits: u64,
+    stop_unix_ms: u64,
 }
 
 /// A modular subtable (bit-exact floats).
@@ -220,12 +221,13 @@ impl Wire for SubtableTask {
             fallback: self.fallback.clone(),
             opts: self.opts.clone(),
             time_limit_bits: bits(self.opts.time_limit_s),
+            stop_unix_ms: self.stop_unix_ms,
         })
     }
     fn from_repr(w: WireTask) -> Result<Self, String> {
         let local = w.table.table()?;
         let opts = ProtectOptions { time_limit_s: float(w.time_limit_bits), ..w.opts };
-        Ok(SubtableTask { local, relaxable: w.relaxable, fallback: w.fallback, opts })
+        Ok(SubtableTask { local, relaxable: w.relaxable, fallback: w.fallback, opts, stop_unix_ms: w.stop_unix_ms })
     }
 }
 
@@ -596,7 +598,14 @@ mod tests {
     fn small_task() -> SubtableTask {
         let local = small_table(3);
         let n = local.cells().len();
-        SubtableTask { local, relaxable: vec![], fallback: vec![false; n], opts: ProtectOptions::default() }
+        let stop_unix_ms = crate::suppress::unix_ms_after(600.0);
+        SubtableTask {
+            local,
+            relaxable: vec![],
+            fallback: vec![false; n],
+            opts: ProtectOptions::default(),
+            stop_unix_ms,
+        }
     }
 
     #[test]
@@ -611,8 +620,10 @@ mod tests {
                 relaxable: vec![1],
                 fallback: vec![false; s.cells.len()],
                 opts: ProtectOptions { time_limit_s: 0.1 + 0.7, ..Default::default() },
+                stop_unix_ms: 1_790_000_000_123,
             };
             let back: SubtableTask = decode(&encode(&task).unwrap()).unwrap();
+            assert_eq!(back.stop_unix_ms, task.stop_unix_ms);
             assert_eq!(back.local.cells(), task.local.cells());
             assert_eq!(back.local.dims(), task.local.dims());
             assert_eq!(back.local.upper_bounds(), task.local.upper_bounds());
@@ -1027,7 +1038,13 @@ mod golden {
         t.set_bounds(1, v * (0.1 + 0.2), v + 1.0 / 3.0).unwrap();
         let n = t.cells().len();
         let opts = ProtectOptions { time_limit_s: 0.1 + 0.7, ..Default::default() };
-        let sub = SubtableTask { local: t.clone(), relaxable: vec![1], fallback: vec![false; n], opts: opts.clone() };
+        let sub = SubtableTask {
+            local: t.clone(),
+            relaxable: vec![1],
+            fallback: vec![false; n],
+            opts: opts.clone(),
+            stop_unix_ms: 1_790_000_000_123,
+        };
         let so = SubtableOutcome {
             pattern: vec![true, false, true],
             status: SubtableStatus::Relaxed,

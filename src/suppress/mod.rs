@@ -53,7 +53,7 @@ use budget::Deadline;
 
 pub use audit::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
 pub use modular::{
-    solve_subtable, solve_task, subtables, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
+    solve_task, subtables, unix_ms_after, InProcess, SubTable, SubtableOutcome, SubtableReport, SubtableSolver,
     SubtableStatus, SubtableTask,
 };
 pub use task::{solve_table_task, TableOutcome, TableTask};

@@ -152,15 +152,29 @@ pub fn subtables(table: &Table) -> Result<Vec<SubTable>, SuppressError> {
 /// Protects one subtable whose statuses and protection levels are set (`Primary` = must be
 /// protected, `Secondary` = must stay suppressed, `Protected` = must be published); returns
 /// the local pattern. Pure: the unit of work shipped to executors.
-pub fn solve_subtable(local: &Table, opts: &ProtectOptions) -> Result<Vec<bool>, SuppressError> {
+pub(crate) fn solve_subtable(
+    local: &Table,
+    opts: &ProtectOptions,
+    deadline: &Deadline,
+) -> Result<Vec<bool>, SuppressError> {
     let p = Problem::from_table(local, None);
-    let deadline = Deadline::after(opts.time_limit_s);
     match opts.modular_inner {
         Method::Optimal if p.n() <= opts.optimal_max_cells => {
-            Ok(super::exact::run(&p, &subtable_options(opts), None, &deadline)?.0)
+            Ok(super::exact::run(&p, &subtable_options(opts), None, deadline)?.0)
         }
-        _ => fast::run(&p, opts, &deadline),
+        _ => fast::run(&p, &large_subtable_options(opts), deadline),
     }
+}
+
+/// `opts` for a subtable too large for the exact model (above `optimal_max_cells`), solved by
+/// the fast method: its cleanup gets the trials asked for, else those of the modular gap
+/// cleanup ([`cleanup_gap_trials`], 100 at the 600-s default), not every candidate. Why: on
+/// a 5-dimensional table (c5-persons, top subtable of 12,021 cells, 5,067 candidates at ~2 s
+/// a trial) the cleanup of every candidate ran until the time limit stopped it, leaving the
+/// lower levels unsolved and a pattern that depended on the machine's speed.
+fn large_subtable_options(opts: &ProtectOptions) -> ProtectOptions {
+    let trials = opts.cleanup_trials.unwrap_or_else(|| cleanup_gap_trials(opts.budget_limit_s()));
+    ProtectOptions { cleanup_trials: Some(trials), ..opts.clone() }
 }
 
 /// Master MIP solves, branch-and-bound nodes per solve, cutting-plane rounds and the relative
@@ -259,8 +273,34 @@ pub struct SubtableTask {
     pub relaxable: Vec<usize>,
     /// The local pattern kept when the subtable cannot be protected (left to the repair).
     pub fallback: Vec<bool>,
-    /// Solver options; `time_limit_s` is the hard stop (the time left to the whole table).
+    /// Solver options; `time_limit_s` is the time left to the whole table when its level began.
     pub opts: ProtectOptions,
+    /// The whole table's hard stop, in milliseconds since the UNIX epoch: a subtable that
+    /// waits in a queue (rayon's, or an executor's) gets the time left when it starts, not
+    /// `time_limit_s` afresh — a level of 300 subtables once ran 50 min under a 1,400-s limit.
+    /// Wall-clock time, so it holds across the machines of a cluster.
+    pub stop_unix_ms: u64,
+}
+
+/// Milliseconds since the UNIX epoch `seconds` from now (the stop of a [`SubtableTask`]).
+pub fn unix_ms_after(seconds: f64) -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let s = if seconds.is_finite() {
+        seconds.clamp(0.0, 1e9)
+    } else if seconds > 0.0 {
+        1e9
+    } else {
+        0.0
+    };
+    (now.as_secs_f64() * 1e3 + s * 1e3) as u64
+}
+
+/// The hard stop of `task` as seen from here: the time left until its `stop_unix_ms`, and
+/// never more than its `time_limit_s`.
+fn task_deadline(task: &SubtableTask) -> Deadline {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let left_s = (task.stop_unix_ms as f64 - now.as_secs_f64() * 1e3) / 1e3;
+    Deadline::after(left_s.min(task.opts.time_limit_s))
 }
 
 /// What [`solve_task`] returns for one subtable.
@@ -323,7 +363,11 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
         seconds: t0.elapsed().as_secs_f64(),
         worker: String::new(),
     };
-    match solve_subtable(&task.local, &task.opts) {
+    let deadline = task_deadline(task);
+    if deadline.reached() {
+        return Ok(done(task.fallback.clone(), SubtableStatus::Skipped));
+    }
+    match solve_subtable(&task.local, &task.opts, &deadline) {
         Ok(x) => return Ok(done(x, SubtableStatus::Solved)),
         Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {}
         Err(SuppressError::TimeLimit { .. }) => return Ok(done(task.fallback.clone(), SubtableStatus::Skipped)),
@@ -334,7 +378,7 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
         local.set_status(k, CellStatus::Safe);
         local.set_cost(k, local.cells()[k].cost * 1000.0 + 1.0);
     }
-    match solve_subtable(&local, &task.opts) {
+    match solve_subtable(&local, &task.opts, &deadline) {
         Ok(x) => Ok(done(x, SubtableStatus::Relaxed)),
         Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {
             Ok(done(task.fallback.clone(), SubtableStatus::Failed))
@@ -382,7 +426,9 @@ pub(crate) fn run_levels(
         } else {
             let t0 = Instant::now();
             let r = solver.solve_level(tasks)?;
-            let _ = deadline.reached();
+            if !deadline.reached() && r.iter().any(|o| o.status == SubtableStatus::Skipped) {
+                deadline.record_hit(); // an executor's clock saw the stop first
+            }
             trace(format_args!(
                 "modular level {level}: {} subtables, {} cells, {:.1}s (largest {} cells, slowest {:.1}s)",
                 end - start,
@@ -476,7 +522,8 @@ fn prepare(
         local.set_protection(k, lpl, upl, 0.0);
     }
     let fallback = s.cells.iter().map(|&g| sup[g as usize]).collect();
-    SubtableTask { local, relaxable, fallback, opts: ProtectOptions { time_limit_s, ..opts.clone() } }
+    let stop_unix_ms = unix_ms_after(time_limit_s);
+    SubtableTask { local, relaxable, fallback, opts: opts.with_time_left(time_limit_s), stop_unix_ms }
 }
 
 #[cfg(test)]
@@ -516,7 +563,7 @@ mod tests {
         assert!(subs.windows(2).all(|w| w[0].level <= w[1].level));
         // A subtable with its statuses set is solved by the pure function.
         let s = subs.last().unwrap();
-        let x = solve_subtable(&s.table, &ProtectOptions::default()).unwrap();
+        let x = solve_subtable(&s.table, &ProtectOptions::default(), &Deadline::after(60.0)).unwrap();
         for (k, c) in s.table.cells().iter().enumerate() {
             if c.status == CellStatus::Primary {
                 assert!(x[k]);
@@ -577,7 +624,7 @@ mod tests {
             let sens = propagate_trivial(&p);
             let task = prepare(top, &p, &sens, &p.initial(), &vec![false; p.n()], &vec![0.0; p.n()], &o, 60.0);
             let local = &task.local;
-            let Ok(exact) = solve_subtable(local, &o) else { continue };
+            let Ok(exact) = solve_subtable(local, &o, &Deadline::after(60.0)) else { continue };
             let cost =
                 |x: &[bool]| -> f64 { local.cells().iter().zip(x).filter(|(_, &s)| s).map(|(c, _)| c.cost).sum() };
             let free: Vec<usize> =
@@ -681,5 +728,48 @@ mod tests {
         let p = super::super::protect(&t, &o).unwrap();
         assert_eq!(p.audit.under_protected, 0);
         assert_eq!(p.subtables.len(), 7);
+    }
+
+    /// The hard stop is the whole table's: a subtable that starts after it (queued behind
+    /// the others of a busy level, in rayon or on an executor) returns its fallback as
+    /// `Skipped` at once instead of solving with `time_limit_s` afresh, and the driver records
+    /// that the limit ended the search even when its own clock has not reached the stop yet.
+    #[test]
+    fn subtables_that_start_past_the_stop_are_skipped() {
+        let t = table();
+        let p = Problem::from_table(&t, None);
+        let sens = propagate_trivial(&p);
+        let o = ProtectOptions { method: Method::Modular, singleton_rule: false, ..Default::default() };
+        let top = &subtables(&t).unwrap()[0];
+        let mut task = prepare(top, &p, &sens, &p.initial(), &vec![false; p.n()], &vec![0.0; p.n()], &o, 60.0);
+        task.fallback = vec![true; task.fallback.len()];
+        let solved = solve_task(&task).unwrap();
+        assert_eq!(solved.status, SubtableStatus::Solved);
+        assert_ne!(solved.pattern, task.fallback, "a real solve, not the fallback");
+        task.stop_unix_ms = unix_ms_after(0.0) - 1;
+        let late = solve_task(&task).unwrap();
+        assert_eq!((late.status, &late.pattern), (SubtableStatus::Skipped, &task.fallback));
+
+        /// A solver whose executors all saw the stop pass.
+        struct LateExecutors;
+        impl SubtableSolver for LateExecutors {
+            fn solve_level(&self, tasks: Vec<SubtableTask>) -> Result<Vec<SubtableOutcome>, SuppressError> {
+                let skip = |t: SubtableTask| SubtableOutcome {
+                    pattern: t.fallback,
+                    status: SubtableStatus::Skipped,
+                    seconds: 0.0,
+                    worker: "late".into(),
+                };
+                Ok(tasks.into_iter().map(skip).collect())
+            }
+        }
+        let deadline = Deadline::after(600.0);
+        let (merged, reports) = run_levels(&t, &p, &o, &deadline, &LateExecutors).unwrap();
+        assert!(reports.iter().all(|r| r.status == SubtableStatus::Skipped));
+        assert_eq!(merged, p.initial());
+        assert!(deadline.was_hit(), "stopped_by_time_limit is reported");
+        let in_time = Deadline::after(600.0);
+        run_levels(&t, &p, &o, &in_time, &InProcess).unwrap();
+        assert!(!in_time.was_hit());
     }
 }
