@@ -87,6 +87,11 @@ impl Deadline {
         Instant::now() >= self.wall
     }
 
+    /// The instant past which building the first clean pattern fails ([`Self::wall_reached`]).
+    pub fn wall(&self) -> Instant {
+        self.wall
+    }
+
     /// The error of a phase that the hard stop ended before any pattern passed the audit
     /// (records the hit).
     pub fn error(&self, phase: &str) -> SuppressError {

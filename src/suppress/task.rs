@@ -75,6 +75,9 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
         SuppressError::Infeasible { cell, why, .. } => {
             SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
         }
+        // The limit the job stated, not what was left of it when this task began (a modular
+        // completion that starts past the stop once said "the time limit of 0 s").
+        SuppressError::TimeLimit { phase, .. } => SuppressError::TimeLimit { phase, limit_s: opts.budget_limit_s() },
         e => e,
     };
     if let Some(m) = merged {
