@@ -46,6 +46,16 @@ pub struct Deadline {
 impl Deadline {
     /// A hard stop `seconds` from now (negative or NaN: now).
     pub fn after(seconds: f64) -> Self {
+        Self::left_of(seconds, seconds)
+    }
+
+    /// The hard stop of a step that starts with `left` seconds of a stated limit of `stated_s`
+    /// (a task sent on, a linked table protected after others): its grace period and its
+    /// error are the stated limit's, so the first clean pattern may end where the job's
+    /// would (a quarter of 300 s past the stop, not of the 0.5 s left), and the error names
+    /// the limit the user wrote.
+    pub fn left_of(left: f64, stated_s: f64) -> Self {
+        let seconds = left;
         let s = if seconds.is_finite() {
             seconds.max(0.0)
         } else if seconds > 0.0 {
@@ -58,8 +68,8 @@ impl Deadline {
         Self {
             from: now,
             at: now + Duration::from_secs_f64(s),
-            wall: now + Duration::from_secs_f64(s + grace_s(s)),
-            limit_s: s,
+            wall: now + Duration::from_secs_f64(s + grace_s(stated_s.max(s).min(1e9))),
+            limit_s: stated_s.max(s).min(1e9),
             hit: AtomicBool::new(false),
             reserve_ms: AtomicU64::new(0),
         }
@@ -149,6 +159,22 @@ mod tests {
         assert!(Deadline::after(f64::NAN).reached());
         assert!(!Deadline::after(0.0).wall_reached(), "a grace period to finish a first pattern");
         assert_eq!((grace_s(0.0), grace_s(40.0), grace_s(1e6)), (1.0, 10.0, 60.0));
+    }
+
+    /// A step that starts with little of a stated limit left (a modular completion sent on
+    /// after the levels) keeps the stated limit's grace period and names it in its error.
+    #[test]
+    fn a_step_sent_on_keeps_the_stated_limits_grace_and_error() {
+        let grace = |d: &Deadline| d.wall().duration_since(d.from).as_secs_f64();
+        let sent = Deadline::left_of(0.0, 300.0);
+        assert!(sent.reached());
+        assert!((grace(&sent) - 60.0).abs() < 1e-6, "{}", grace(&sent));
+        assert!((grace(&Deadline::after(0.0)) - 1.0).abs() < 1e-6);
+        assert!((grace(&Deadline::left_of(2.0, 8.0)) - 4.0).abs() < 1e-6);
+        match sent.error("the repair") {
+            SuppressError::TimeLimit { limit_s, .. } => assert_eq!(limit_s, 300.0),
+            e => panic!("{e}"),
+        }
     }
 
     /// A reserve moves the stop the searches see earlier, by the largest amount asked for; the

@@ -186,7 +186,7 @@ pub(crate) fn solve_joint(
     opts: &ProtectOptions,
 ) -> Result<(Vec<Vec<CellStatus>>, AuditSummary, bool), SuppressError> {
     let start = Instant::now();
-    let deadline = &Deadline::after(opts.time_limit_s);
+    let deadline = &Deadline::left_of(opts.time_limit_s, opts.budget_limit_s());
     let (p, maps) = join(tables)?;
     let sup = match opts.method {
         Method::Fast => fast::run(&p, opts, deadline)?,

@@ -300,7 +300,7 @@ pub fn unix_ms_after(seconds: f64) -> u64 {
 fn task_deadline(task: &SubtableTask) -> Deadline {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let left_s = (task.stop_unix_ms as f64 - now.as_secs_f64() * 1e3) / 1e3;
-    Deadline::after(left_s.min(task.opts.time_limit_s))
+    Deadline::left_of(left_s.min(task.opts.time_limit_s), task.opts.budget_limit_s())
 }
 
 /// What [`solve_task`] returns for one subtable.

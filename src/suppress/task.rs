@@ -70,14 +70,13 @@ pub fn solve_table_task(task: &TableTask) -> Result<TableOutcome, SuppressError>
 
 fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -> Result<TableOutcome, SuppressError> {
     let p = Problem::from_table(table, None);
-    let deadline = &Deadline::after(opts.time_limit_s);
+    // The grace period and the error follow the stated limit: a modular completion that starts
+    // past the stop once got 1 s of grace and said "the time limit of 0 s".
+    let deadline = &Deadline::left_of(opts.time_limit_s, opts.budget_limit_s());
     let with_coord = |e: SuppressError| match e {
         SuppressError::Infeasible { cell, why, .. } => {
             SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
         }
-        // The limit the job stated, not what was left of it when this task began (a modular
-        // completion that starts past the stop once said "the time limit of 0 s").
-        SuppressError::TimeLimit { phase, .. } => SuppressError::TimeLimit { phase, limit_s: opts.budget_limit_s() },
         e => e,
     };
     if let Some(m) = merged {
