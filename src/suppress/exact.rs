@@ -189,12 +189,7 @@ pub(crate) fn repaired<'p, 'a>(
     // (one 2,389-cell subtable): master patterns with 62–130 of 559 sensitive cells failing
     // repaired at 1.21 % of the value, where the closure (then used above one in ten) gave 1.30 %.
     let (t0, cpu0) = (std::time::Instant::now(), super::trace::cpu_s());
-    w.aud.stop = Some(deadline.wall());
-    let failures = match w.aud.check() {
-        Err(e) if e.is_stop() => return Err(deadline.error("the audit of HiTaS's merged pattern")),
-        r => r?.len(),
-    };
-    w.aud.stop = None;
+    let failures = w.check_within_grace(deadline, "the audit of HiTaS's merged pattern")?.len();
     trace(format_args!(
         "first audit {:.1}s ({:.1} CPU s): {failures} failures, {} LPs",
         t0.elapsed().as_secs_f64(),

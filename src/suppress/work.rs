@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::attacker::{tolerance, Cut};
-use super::audit::Auditor;
+use super::audit::{Auditor, Failure};
 use super::budget::Deadline;
 use super::problem::{requirement, Fix, Problem};
 use super::trace::trace;
@@ -229,6 +229,24 @@ impl<'p, 'a> Work<'p, 'a> {
         }
     }
 
+    /// [`Auditor::check`] that ends at the grace period's end ([`Deadline::wall`]) with the
+    /// time-limit error of `phase`. Why: one audit of a 100 k-cell closure (HiTaS's merge on
+    /// c5-persons, past the limit) ran for minutes past it. A stop set by the caller (a
+    /// cleanup's) stays in force and its error passes through.
+    pub fn check_within_grace(&mut self, deadline: &Deadline, phase: &str) -> Result<Vec<Failure>, SuppressError> {
+        let outer = self.aud.stop;
+        self.aud.stop = Some(outer.map_or(deadline.wall(), |s| s.min(deadline.wall())));
+        let out = self.aud.check();
+        self.aud.stop = outer;
+        match out {
+            // The wall ended it when no earlier stop was set, or when it has passed.
+            Err(e) if e.is_stop() && (outer.is_none_or(|s| s >= deadline.wall()) || deadline.wall_reached()) => {
+                Err(deadline.error(phase))
+            }
+            r => r,
+        }
+    }
+
     /// Repair loop (step 2): audit, satisfy cuts, close, until clean. Each round adds cells, so
     /// it ends; the hard stop's grace period fails it (no clean pattern yet: nothing to publish).
     pub fn repair(&mut self, singleton_rule: bool, deadline: &Deadline) -> Result<(), SuppressError> {
@@ -246,26 +264,6 @@ impl<'p, 'a> Work<'p, 'a> {
         open_rounds: usize,
         deadline: &Deadline,
     ) -> Result<(), SuppressError> {
-        // The audits of the rounds end at the grace period's end too, not only the rounds: one
-        // audit of a 100 k-cell closure (HiTaS's merge on c5-persons, past the limit) ran for
-        // minutes past it.
-        let outer = self.aud.stop;
-        self.aud.stop = Some(outer.map_or(deadline.wall(), |s| s.min(deadline.wall())));
-        let out = self.repair_rounds(singleton_rule, open_rounds, deadline);
-        self.aud.stop = outer;
-        match out {
-            Err(e) if e.is_stop() && deadline.wall_reached() => Err(deadline.error("the audit-driven repair")),
-            r => r,
-        }
-    }
-
-    /// The rounds of [`Self::repair_open`].
-    fn repair_rounds(
-        &mut self,
-        singleton_rule: bool,
-        open_rounds: usize,
-        deadline: &Deadline,
-    ) -> Result<(), SuppressError> {
         let p = self.p;
         for round in 0.. {
             if deadline.wall_reached() {
@@ -273,7 +271,7 @@ impl<'p, 'a> Work<'p, 'a> {
             }
             let t0 = Instant::now();
             let lps0 = self.aud.lps;
-            let fails = self.aud.check()?;
+            let fails = self.check_within_grace(deadline, "the audit-driven repair")?;
             crate::progress::solver_progress("repair", || {
                 format!(
                     "{} sensitive cells under-protected, cost {:.3} % of the table's cost",
