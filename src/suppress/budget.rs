@@ -28,6 +28,25 @@ pub fn grace_s(limit_s: f64) -> f64 {
     (limit_s / 4.0).clamp(1.0, 60.0)
 }
 
+/// `seconds` as a span a clock can add: NaN and negatives are 0, `+∞` and anything above 10⁹ s
+/// (32 years) are 10⁹ s.
+pub fn span_s(seconds: f64) -> f64 {
+    if seconds.is_finite() {
+        seconds.clamp(0.0, 1e9)
+    } else if seconds > 0.0 {
+        1e9
+    } else {
+        0.0
+    }
+}
+
+/// Milliseconds since the UNIX epoch: the clock of a stop shared by the machines of a cluster
+/// (a modular subtable's `stop_unix_ms`), where an [`Instant`] means nothing.
+pub fn unix_ms_now() -> f64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    now.as_secs_f64() * 1e3
+}
+
 /// The wall-clock hard stop of a search, and whether a search was ended by it.
 ///
 /// Shared by reference between the phases of one method; a phase asks [`Self::reached`] at
@@ -55,16 +74,8 @@ impl Deadline {
     /// would (a quarter of 300 s past the stop, not of the 0.5 s left), and the error names
     /// the limit the user wrote.
     pub fn left_of(left: f64, stated_s: f64) -> Self {
-        let seconds = left;
-        let s = if seconds.is_finite() {
-            seconds.max(0.0)
-        } else if seconds > 0.0 {
-            1e9
-        } else {
-            0.0
-        };
+        let s = span_s(left);
         let now = Instant::now();
-        let s = s.min(1e9);
         Self {
             from: now,
             at: now + Duration::from_secs_f64(s),

@@ -284,22 +284,13 @@ pub struct SubtableTask {
 
 /// Milliseconds since the UNIX epoch `seconds` from now (the stop of a [`SubtableTask`]).
 pub fn unix_ms_after(seconds: f64) -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let s = if seconds.is_finite() {
-        seconds.clamp(0.0, 1e9)
-    } else if seconds > 0.0 {
-        1e9
-    } else {
-        0.0
-    };
-    (now.as_secs_f64() * 1e3 + s * 1e3) as u64
+    (super::budget::unix_ms_now() + super::budget::span_s(seconds) * 1e3) as u64
 }
 
 /// The hard stop of `task` as seen from here: the time left until its `stop_unix_ms`, and
 /// never more than its `time_limit_s`.
 fn task_deadline(task: &SubtableTask) -> Deadline {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let left_s = (task.stop_unix_ms as f64 - now.as_secs_f64() * 1e3) / 1e3;
+    let left_s = (task.stop_unix_ms as f64 - super::budget::unix_ms_now()) / 1e3;
     Deadline::left_of(left_s.min(task.opts.time_limit_s), task.opts.budget_limit_s())
 }
 
