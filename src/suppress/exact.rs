@@ -295,6 +295,16 @@ const FIRST_MIP_NODES: usize = 500;
 /// pattern before it.
 const FAST_CLEANUP_CELLS: usize = 2000;
 
+/// Attacker-LP columns the fast start's cleanup may use ([`Work::cleanup_columns`]): the
+/// master MIPs replace its pattern, so it need not be a good one. Why: on a 5-dimensional
+/// census table (c5-persons) a HiTaS subtable of 4,884 cells (under 2,000 nonempty) spent
+/// 367 s cleaning up its fast start (738 trials, 37,419 LPs) to 11.56 % of its cost, and
+/// the first master MIP's repaired pattern was 3.64 %; its neighbours, with no cleanup,
+/// started at 21–47 % and ended at 1–4 %. Capped, a start of that level (696 candidates)
+/// took 12 s. The census-shaped suite's starts stay far below it (at most 0.31 M columns,
+/// c3-enterprises' subtables), so their patterns are unchanged.
+pub(crate) const START_CLEANUP_COLUMNS: usize = 1_000_000;
+
 /// Tables above this many cells start the exact search from HiTaS's pattern (the merged exact
 /// subtable solves, repaired: [`complete_merged`]) instead of the fast one. Why: on them the
 /// master LP alone takes minutes, so the start is often what the time limit returns, and the
@@ -319,7 +329,8 @@ pub(crate) fn run(
     let t0 = std::time::Instant::now();
     // The fast pattern without its cleanup (which tries every secondary with audits: minutes on
     // tables of 10^4 cells); the master MIPs improve on it.
-    let mut best = fast::run(p, &ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() }, deadline)?;
+    let fast_opts = ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() };
+    let mut best = fast::run_with_columns(p, &fast_opts, START_CLEANUP_COLUMNS, deadline)?;
     let mut best_cost = p.cost_of(&best);
     trace(format_args!(
         "optimal: fast start {:.1}s, cost {:.4} %",

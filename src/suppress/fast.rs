@@ -45,6 +45,18 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Re
     Ok(run_certified(p, opts, deadline)?.0)
 }
 
+/// [`run`] with the cleanup also ending after `columns` attacker-LP columns
+/// ([`Work::cleanup_columns`](super::work::Work::cleanup_columns)): the start of a search that
+/// improves on it anyway (the exact model's fast start).
+pub(crate) fn run_with_columns(
+    p: &Problem,
+    opts: &ProtectOptions,
+    columns: usize,
+    deadline: &Deadline,
+) -> Result<Vec<bool>, SuppressError> {
+    Ok(cleaned(p, opts, columns, deadline)?.0)
+}
+
 /// [`run`], plus the final audit re-verified from the repair's certificates when possible
 /// ([`Auditor::recheck`](super::audit::Auditor::recheck)).
 pub(crate) fn run_certified(
@@ -52,8 +64,18 @@ pub(crate) fn run_certified(
     opts: &ProtectOptions,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
+    cleaned(p, opts, usize::MAX, deadline)
+}
+
+fn cleaned(
+    p: &Problem,
+    opts: &ProtectOptions,
+    columns: usize,
+    deadline: &Deadline,
+) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     let mut w = complete(p, p.initial(), opts.singleton_rule, opts.construction, deadline)?;
     if opts.cleanup {
+        w.cleanup_columns = columns;
         w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
     }
     w.into_certified(opts.singleton_rule)
@@ -76,6 +98,21 @@ mod tests {
         let lp = lp_audit(&t, &clean.statuses, true, false);
         assert!(lp.is_clean());
         assert!(clean.secondary_cost <= raw.secondary_cost + 1e-9);
+    }
+
+    /// The exact model's start ([`run_with_columns`]): no columns leave the pattern before
+    /// the cleanup, unbounded columns give [`run`]'s; both pass the LP-only audit.
+    #[test]
+    fn the_starts_column_budget_bounds_its_cleanup() {
+        let t = synthetic(11);
+        let p = crate::suppress::problem::Problem::from_table(&t, None);
+        let opts = ProtectOptions { method: Method::Fast, singleton_rule: false, ..Default::default() };
+        let far = Deadline::after(60.0);
+        let raw = run(&p, &ProtectOptions { cleanup: false, ..opts.clone() }, &far).unwrap();
+        let full = run(&p, &opts, &far).unwrap();
+        assert_ne!(raw, full, "the cleanup must drop something on this table");
+        assert_eq!(run_with_columns(&p, &opts, 0, &far).unwrap(), raw);
+        assert_eq!(run_with_columns(&p, &opts, usize::MAX, &far).unwrap(), full);
     }
 
     /// On random 3-dimensional hierarchical tables the cube-assignment start, repair and

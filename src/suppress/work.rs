@@ -407,7 +407,7 @@ impl<'p, 'a> Work<'p, 'a> {
         // pattern (91 % of its cells suppressed) ran for minutes past it. A stopped audit
         // leaves the last audited pattern with its certificates.
         self.aud.stop = Some(deadline.at());
-        let lps0 = self.aud.lps;
+        let (lps0, cols0) = (self.aud.lps, self.aud.lp_columns);
         let (mut tried, mut dropped) = (0, 0);
         let out = self.cleanup_trials(&cands, singleton_rule, trials, deadline, (&mut tried, &mut dropped));
         self.aud.stop = None;
@@ -417,7 +417,7 @@ impl<'p, 'a> Work<'p, 'a> {
         }
         trace(format_args!(
             "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit \
-             ({} of them for losing over {TRIAL_LOST_MAX} certificates), {} by the audit, {} undecided locally, {} LPs (lost certificates / LPs: accepted {:?}, refused {:?}), \
+             ({} of them for losing over {TRIAL_LOST_MAX} certificates), {} by the audit, {} undecided locally, {} LPs over {} columns (lost certificates / LPs: accepted {:?}, refused {:?}), \
              cost {:.0}",
             t0.elapsed().as_secs_f64(),
             cands.len(),
@@ -426,6 +426,7 @@ impl<'p, 'a> Work<'p, 'a> {
             self.refused_by_audit,
             self.refused_undecided,
             self.aud.lps - lps0,
+            self.aud.lp_columns - cols0,
             self.trial_stats[0],
             self.trial_stats[1],
             p.cost_of(&self.aud.sup)
