@@ -67,6 +67,7 @@ pub(crate) fn run_certified(
     cleaned(p, opts, usize::MAX, deadline)
 }
 
+/// The completed pattern, cleaned up within the options' trials and `columns` LP columns.
 fn cleaned(
     p: &Problem,
     opts: &ProtectOptions,
@@ -101,7 +102,7 @@ mod tests {
     }
 
     /// The exact model's start ([`run_with_columns`]): no columns leave the pattern before
-    /// the cleanup, unbounded columns give [`run`]'s; both pass the LP-only audit.
+    /// the cleanup, unbounded columns give [`run`]'s (the table's cleanup drops something).
     #[test]
     fn the_starts_column_budget_bounds_its_cleanup() {
         let t = synthetic(11);
