@@ -75,12 +75,13 @@ impl Deadline {
     /// the limit the user wrote.
     pub fn left_of(left: f64, stated_s: f64) -> Self {
         let s = span_s(left);
+        let limit_s = stated_s.max(s).min(1e9);
         let now = Instant::now();
         Self {
             from: now,
             at: now + Duration::from_secs_f64(s),
-            wall: now + Duration::from_secs_f64(s + grace_s(stated_s.max(s).min(1e9))),
-            limit_s: stated_s.max(s).min(1e9),
+            wall: now + Duration::from_secs_f64(s + grace_s(limit_s)),
+            limit_s,
             hit: AtomicBool::new(false),
             reserve_ms: AtomicU64::new(0),
         }
