@@ -546,6 +546,25 @@ mod tests {
         assert_eq!(budget(&ProtectOptions { singleton_rule: false, ..o }), None);
     }
 
+    /// A merge that misses a little: synthetic table `seed` and its fast pattern less its
+    /// `missing` costliest secondaries (`None` when it has none).
+    fn near_merge(seed: u64, missing: usize) -> Option<(Table, Vec<bool>)> {
+        let t = generate(&spec(vec![vec![3, 2], vec![4], vec![2]], 0.9, seed)).unwrap();
+        let o = ProtectOptions { method: Method::Fast, singleton_rule: false, ..Default::default() };
+        let fast = protect(&t, &o).unwrap();
+        let mut merged: Vec<bool> = fast.statuses.iter().map(|s| s.is_suppressed()).collect();
+        let mut secondaries: Vec<usize> =
+            (0..merged.len()).filter(|&i| fast.statuses[i] == CellStatus::Secondary).collect();
+        secondaries.sort_by(|&a, &b| t.cells()[b].cost.total_cmp(&t.cells()[a].cost).then(b.cmp(&a)));
+        if secondaries.is_empty() {
+            return None;
+        }
+        for &i in secondaries.iter().take(missing) {
+            merged[i] = false;
+        }
+        Some((t, merged))
+    }
+
     /// Past the hard stop, HiTaS's merged pattern is completed by the closure at once (the
     /// first audit, which only chooses the route, took minutes on a 100 k-cell merge that the
     /// limit had cut short): the closure's clean pattern, the limit recorded. With time left,
@@ -557,20 +576,8 @@ mod tests {
         use super::super::problem::Problem;
         let mut differ = 0;
         for seed in 30..36 {
-            let t = generate(&spec(vec![vec![3, 2], vec![4], vec![2]], 0.9, seed)).unwrap();
+            let Some((t, merged)) = near_merge(seed, 1) else { continue };
             let p = Problem::from_table(&t, None);
-            let fast =
-                protect(&t, &ProtectOptions { method: Method::Fast, singleton_rule: false, ..Default::default() })
-                    .unwrap();
-            // The fast pattern less its costliest secondary: a merge that misses a little.
-            let mut merged: Vec<bool> = fast.statuses.iter().map(|s| s.is_suppressed()).collect();
-            let Some(drop) = (0..p.n())
-                .filter(|&i| fast.statuses[i] == CellStatus::Secondary)
-                .max_by(|&a, &b| t.cells()[a].cost.total_cmp(&t.cells()[b].cost))
-            else {
-                continue;
-            };
-            merged[drop] = false;
             let late = Deadline::after(0.0);
             let w = super::complete_merged(&p, &merged, false, None, &late).unwrap();
             let closure =
@@ -595,19 +602,8 @@ mod tests {
         let far = Deadline::after(600.0);
         let mut dropped = 0;
         for seed in 30..36 {
-            let t = generate(&spec(vec![vec![3, 2], vec![4], vec![2]], 0.9, seed)).unwrap();
+            let Some((t, merged)) = near_merge(seed, 2) else { continue };
             let p = Problem::from_table(&t, None);
-            let fast =
-                protect(&t, &ProtectOptions { method: Method::Fast, singleton_rule: false, ..Default::default() })
-                    .unwrap();
-            // The fast pattern less its two costliest secondaries.
-            let mut merged: Vec<bool> = fast.statuses.iter().map(|s| s.is_suppressed()).collect();
-            let mut secondaries: Vec<usize> =
-                (0..p.n()).filter(|&i| fast.statuses[i] == CellStatus::Secondary).collect();
-            secondaries.sort_by(|&a, &b| t.cells()[b].cost.total_cmp(&t.cells()[a].cost).then(a.cmp(&b)));
-            for &i in secondaries.iter().take(2) {
-                merged[i] = false;
-            }
             let mut w = super::repaired(&p, merged.clone(), false, 0, &far).unwrap();
             let before = w.sup().to_vec();
             let n = super::drop_repair_additions(&mut w, &merged, false, &far).unwrap();
