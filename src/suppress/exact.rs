@@ -321,7 +321,7 @@ const REPAIR_OPEN_ROUNDS: usize = 10;
 /// the whole table. Measured on the 11,317-cell c3-enterprises table (a merge whose subtable
 /// solves differed by their LP hot starts): 5 shortfalls took 19 open rounds to repair at
 /// 40.26 % of the value; closed after 10 rounds, the same merge became 42.01 % (~950 cells
-/// added), and 41.03 % even after 100 cleanup trials.
+/// added), and 40.98 % even after 100 cleanup trials.
 const MERGED_REPAIR_OPEN_ROUNDS: usize = 50;
 
 /// Drop trials after a repair ([`drop_repair_additions`]; the most costly added cells first).

@@ -408,6 +408,10 @@ impl<'p, 'a> Work<'p, 'a> {
         // leaves the last audited pattern with its certificates.
         self.aud.stop = Some(deadline.at());
         let (lps0, cols0) = (self.aud.lps, self.aud.lp_columns);
+        // The counters span the work's life (a repair's drop trials, tabu's earlier cleanups):
+        // the trace gives this cleanup's share.
+        let refused0 = (self.refused_cheaply, self.refused_many_lost, self.refused_by_audit, self.refused_undecided);
+        let stats0 = self.trial_stats;
         let (mut tried, mut dropped) = (0, 0);
         let out = self.cleanup_trials(&cands, singleton_rule, trials, deadline, (&mut tried, &mut dropped));
         self.aud.stop = None;
@@ -421,14 +425,14 @@ impl<'p, 'a> Work<'p, 'a> {
              cost {:.0}",
             t0.elapsed().as_secs_f64(),
             cands.len(),
-            self.refused_cheaply,
-            self.refused_many_lost,
-            self.refused_by_audit,
-            self.refused_undecided,
+            self.refused_cheaply - refused0.0,
+            self.refused_many_lost - refused0.1,
+            self.refused_by_audit - refused0.2,
+            self.refused_undecided - refused0.3,
             self.aud.lps - lps0,
             self.aud.lp_columns - cols0,
-            self.trial_stats[0],
-            self.trial_stats[1],
+            (self.trial_stats[0].0 - stats0[0].0, self.trial_stats[0].1 - stats0[0].1),
+            (self.trial_stats[1].0 - stats0[1].0, self.trial_stats[1].1 - stats0[1].1),
             p.cost_of(&self.aud.sup)
         ));
         Ok(dropped)
