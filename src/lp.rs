@@ -122,6 +122,10 @@ pub struct SolveOptions {
     /// A feasible MIP solution to start from (one value per column; ignored for LPs): HiGHS
     /// keeps it as its first incumbent, so a node budget never ends worse than it.
     pub start: Option<Vec<f64>>,
+    /// Presolve every LP, also those up to [`PRESOLVE_MIN_COLUMNS`] columns. For callers whose
+    /// results depend on which optimal duals an LP returns, not only on its optimum: column
+    /// generation (without presolve, a 10-point microaggregation ended above its optimum).
+    pub always_presolve: bool,
 }
 
 /// How a solve ended when it produced a usable answer.
@@ -180,11 +184,12 @@ pub enum LpError {
 /// Solves `lp` with HiGHS (one thread, quiet) and sorts every outcome.
 ///
 /// When HiGHS gives up without a verdict (status `Unknown`, `SolveError`, …: numerical trouble,
-/// seen on attacker LPs over cells worth 10^10 and more), the model is solved again without
-/// presolve, then with the interior-point solver; only if all three fail is it an error.
+/// seen on attacker LPs over cells worth 10^10 and more), the model is solved again with
+/// presolve switched ([`PRESOLVE_MIN_COLUMNS`]), then with the interior-point solver; only if
+/// all three fail is it an error.
 pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpError> {
     let mut last = None;
-    for retry in [Retry::Default, Retry::NoPresolve, Retry::InteriorPoint] {
+    for retry in [Retry::Default, Retry::OtherPresolve, Retry::InteriorPoint] {
         match solve_once(lp, opts, retry) {
             Err(LpError::Solver { what }) if what.starts_with("model status") || what.starts_with("run:") => {
                 last = Some(what)
@@ -193,7 +198,7 @@ pub fn solve(lp: &LinearProgram, opts: &SolveOptions) -> Result<LpSolution, LpEr
         }
     }
     Err(LpError::Solver {
-        what: format!("{} (also without presolve and with the interior-point solver)", last.unwrap_or_default()),
+        what: format!("{} (also with presolve switched and with the interior-point solver)", last.unwrap_or_default()),
     })
 }
 
@@ -223,11 +228,21 @@ fn until(r: Result<LpSolution, LpError>) -> Result<LpSolution, LpError> {
     }
 }
 
+/// Columns up to which an LP (not a MIP) is solved without HiGHS's presolve. Why: on the
+/// small attacker and master LPs of HiTaS's exact subtables presolve was most of each solve:
+/// a flat 901-cell enterprise table is protected in 3.3 s instead of 9.8 s, the three levels of
+/// an 11 k-cell one (subtables of ≤ 829 cells) take 41 s instead of 61 s. Not above: up to
+/// 1,000 columns those levels took 26 s, but a flat 2,389-cell person table 15 s instead of
+/// 9 s; and on large LPs presolve pays (the 11 k-cell table's cleanup, component LPs of ~9,000
+/// columns: 50 trials in 281 s without it, 109 s with it). BENCHMARKS.md "Session 41".
+const PRESOLVE_MIN_COLUMNS: usize = 500;
+
 /// How [`solve`] retries a model HiGHS could not decide.
 #[derive(Debug, Clone, Copy)]
 enum Retry {
     Default,
-    NoPresolve,
+    /// Presolve on where the default has it off, and off where the default has it on.
+    OtherPresolve,
     InteriorPoint,
 }
 
@@ -276,9 +291,14 @@ fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<(highs
     let set_str = |m: &mut highs::Model, name: &str, v: &str| {
         m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
     };
+    // A small LP is solved without presolve first, a large one with it; the first retry
+    // swaps the two.
+    let small = !mip && !opts.always_presolve && lp.columns.len() <= PRESOLVE_MIN_COLUMNS;
     match retry {
+        Retry::Default if small => set_str(&mut model, "presolve", "off")?,
         Retry::Default => {}
-        Retry::NoPresolve => set_str(&mut model, "presolve", "off")?,
+        Retry::OtherPresolve if small => {}
+        Retry::OtherPresolve => set_str(&mut model, "presolve", "off")?,
         Retry::InteriorPoint if !mip => set_str(&mut model, "solver", "ipm")?,
         Retry::InteriorPoint => set_str(&mut model, "presolve", "off")?,
     }
@@ -481,6 +501,30 @@ mod tests {
         lp.add_row(f64::NEG_INFINITY, 5.0, vec![(v[0], 2.0), (v[1], 3.0), (v[2], 1.0)]);
         let s = solve(&lp, &SolveOptions::default()).unwrap();
         assert!((s.objective - 9.0).abs() < 1e-7);
+    }
+
+    /// Presolve on or off ([`PRESOLVE_MIN_COLUMNS`]) changes how an LP is solved, never its
+    /// optimum: a chain of columns just below and just above the threshold, solved by
+    /// [`solve`] and by the retry with presolve the other way, gives the same objective, and
+    /// the hand-computed one.
+    #[test]
+    fn presolve_either_way_gives_the_same_optimum() {
+        for n in [PRESOLVE_MIN_COLUMNS, PRESOLVE_MIN_COLUMNS + 1] {
+            // max Σ x_j with x_0 ≤ 1 and x_{j+1} − x_j ≤ 1, 0 ≤ x_j ≤ n: x_j = j + 1.
+            let mut lp = LinearProgram::new(Direction::Maximise);
+            let xs: Vec<usize> = (0..n).map(|_| lp.add_column(1.0, 0.0, n as f64)).collect();
+            lp.add_row(f64::NEG_INFINITY, 1.0, vec![(xs[0], 1.0)]);
+            for j in 0..n - 1 {
+                lp.add_row(f64::NEG_INFINITY, 1.0, vec![(xs[j + 1], 1.0), (xs[j], -1.0)]);
+            }
+            let want = (n * (n + 1) / 2) as f64;
+            let first = solve(&lp, &SolveOptions::default()).unwrap();
+            let other = solve_once(&lp, &SolveOptions::default(), Retry::OtherPresolve).unwrap();
+            for s in [&first, &other] {
+                assert_eq!(s.status, LpStatus::Optimal);
+                assert!((s.objective - want).abs() < 1e-6 * want, "{n} columns: {} against {want}", s.objective);
+            }
+        }
     }
 
     /// A warm solver gives the cold optimum for every change, in any order, and the base

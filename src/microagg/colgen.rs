@@ -199,7 +199,7 @@ pub fn column_generation(
                 cols.members.len()
             )
         });
-        let sol = lp::solve(&cols.master(m, false), &SolveOptions::default())
+        let sol = lp::solve(&cols.master(m, false), &SolveOptions { always_presolve: true, ..Default::default() })
             .map_err(|source| ColGenError::Lp { stage: "master LP", source })?;
         lp_value = sol.objective;
         let x = &sol.columns;

@@ -450,6 +450,7 @@ pub(crate) fn run(
             mip_rel_gap: Some(1e-6),
             mip_max_nodes: Some(nodes),
             start: Some(best.iter().map(|&b| f64::from(u8::from(b))).collect()),
+            always_presolve: false,
         };
         let s = match lp::solve(&lp, &o) {
             Ok(s) => s,

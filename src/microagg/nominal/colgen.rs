@@ -223,7 +223,8 @@ pub fn improve_by_column_generation(
     let mut lp_value = f64::INFINITY;
     let mut converged = false;
     for _ in 0..opts.colgen_max_iterations {
-        let sol = lp::solve(&master(&columns, n, false), &SolveOptions::default()).map_err(solver)?;
+        let sol = lp::solve(&master(&columns, n, false), &SolveOptions { always_presolve: true, ..Default::default() })
+            .map_err(solver)?;
         lp_value = sol.objective;
         u = sol.row_duals.iter().map(|&x| x.max(0.0)).collect();
         let mut new = pricing_greedy(&dist, k, &u, 10);
