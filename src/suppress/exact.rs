@@ -250,6 +250,11 @@ pub(crate) fn complete_merged<'p, 'a>(
     deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
     let t0 = std::time::Instant::now();
+    trace(format_args!(
+        "merged pattern: {} cells suppressed, cost {:.4} %",
+        merged.iter().filter(|&&s| s).count(),
+        p.cost_percent(p.cost_of(merged))
+    ));
     let mut w = repaired(p, merged.to_vec(), singleton_rule, MERGED_REPAIR_OPEN_ROUNDS, deadline)?;
     let repaired_cost = p.cost_of(&w.aud.sup);
     let dropped = drop_repair_additions(&mut w, merged, singleton_rule, deadline)?;
