@@ -6,10 +6,15 @@
 /// Each line carries the process's resident set then, so that a trace says which phase holds
 /// the memory (the peak alone, from `time -v`, does not).
 pub(crate) fn trace(what: std::fmt::Arguments) {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *ON.get_or_init(|| std::env::var_os("SDCFLOW_SUPPRESS_TRACE").is_some()) {
+    if enabled() {
         eprintln!("[suppress] {what} [rss {:.2} GB]", rss_gb());
     }
+}
+
+/// Whether [`trace`] prints (so that a trace line's figures are only gathered when it does).
+pub(crate) fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SDCFLOW_SUPPRESS_TRACE").is_some())
 }
 
 /// Resident set of this process in GB (`VmRSS` of `/proc/self/status`; 0 elsewhere).

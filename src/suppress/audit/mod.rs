@@ -150,6 +150,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Ball radii and sizes of the local LPs ([`BALLS`]; tests leave them out to see what
     /// the other certificates do alone).
     pub(crate) balls: &'static [(usize, usize)],
+    /// Open targets from which a ball radius whose batch LPs decide almost nothing is given
+    /// up ([`bounds::FUTILE_BALL_MIN_TARGETS`]; tests lower it).
+    pub(crate) futile_min_targets: usize,
     /// Hard stop of the LPs of [`Self::check`] (set by searches that improve a clean pattern):
     /// past it a check fails with [`LpError::Stopped`](crate::lp::LpError::Stopped), and
     /// the caller restores its last audited state ([`Self::restore`], [`Self::localize`]).
@@ -205,6 +208,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             local_first: p.n() > LOCAL_FIRST_CELLS,
             keep_held: p.n() > KEEP_HELD_CELLS,
             balls: &BALLS,
+            futile_min_targets: bounds::FUTILE_BALL_MIN_TARGETS,
             group_min: 65,
             checked: None,
             stop: None,
@@ -339,20 +343,29 @@ impl<'p, 'a> Auditor<'p, 'a> {
     fn certify_locally(&mut self) -> Result<(), SuppressError> {
         self.sync_checked();
         if !self.exact && !self.lp_only {
+            let phase = Phase::start(self);
             self.reuse_witnesses();
             self.solve_witnesses();
             self.sync_checked();
+            phase.end(self, "witnesses");
         }
         if self.local_first && !self.exact {
             for &(hops, max) in self.balls {
                 if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
                     break;
                 }
+                let phase = Phase::start(self);
                 self.solve_local(hops, max)?;
                 self.sync_checked();
+                phase.end(self, &format!("{hops}-hop balls of <= {max} cells"));
             }
         }
         Ok(())
+    }
+
+    /// Bounds still without a certificate.
+    fn unknown(&self) -> usize {
+        self.certs.iter().flatten().filter(|c| matches!(c, Cert::Unknown)).count()
     }
 
     /// [`LpError::Stopped`](crate::lp::LpError::Stopped) once [`Self::stop`] has passed:
@@ -376,7 +389,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// Certifies every unknown target; returns the shortfalls (empty = protected).
     pub fn check(&mut self) -> Result<Vec<Failure>, SuppressError> {
         self.certify_locally()?;
+        let phase = Phase::start(self);
         self.solve_unknown()?;
+        phase.end(self, "component LPs");
         Ok(self.failures())
     }
 
@@ -413,6 +428,39 @@ impl<'p, 'a> Auditor<'p, 'a> {
         }
         self.has_failed = !out.is_empty();
         out
+    }
+}
+
+/// One search phase of a check, for the benchmark trace: what it decided, its LPs and their
+/// columns, and its time. Only phases longer than [`Phase::TRACE_SECONDS`] are traced (a
+/// cleanup runs thousands of short checks).
+struct Phase {
+    t0: std::time::Instant,
+    unknown: usize,
+    lps: usize,
+    columns: usize,
+}
+
+impl Phase {
+    const TRACE_SECONDS: f64 = 2.0;
+
+    fn start(a: &Auditor) -> Self {
+        let unknown = if super::trace::enabled() { a.unknown() } else { 0 };
+        Self { t0: std::time::Instant::now(), unknown, lps: a.lps, columns: a.lp_columns }
+    }
+
+    fn end(self, a: &Auditor, what: &str) {
+        let s = self.t0.elapsed().as_secs_f64();
+        if super::trace::enabled() && s >= Self::TRACE_SECONDS {
+            let left = a.unknown();
+            super::trace::trace(format_args!(
+                "audit {what}: {} of {} open bounds decided, {} LPs over {} columns, {s:.1}s",
+                self.unknown.saturating_sub(left),
+                self.unknown,
+                a.lps - self.lps,
+                a.lp_columns - self.columns
+            ));
+        }
     }
 }
 
@@ -646,6 +694,14 @@ mod tests {
         assert!(!aud.cell_audits()[0].upper_ok);
     }
 
+    /// The closed pattern of `fast`'s construction on `p` (a clean start for the tests).
+    fn constructed(p: &Problem) -> Vec<bool> {
+        let far = crate::suppress::budget::Deadline::after(600.0);
+        let w = crate::suppress::construct::complete(p, p.initial(), false, crate::suppress::Construction::Auto, &far)
+            .unwrap();
+        w.sup().to_vec()
+    }
+
     /// `localize` keeping held certificates (large tables): every pair stays certified by a
     /// certificate that re-verifies exactly, with fewer LPs than the component-LP version, and
     /// drop trials afterwards get the same verdicts from both. LPs only (no reuse or
@@ -656,11 +712,7 @@ mod tests {
         for seed in 0..3 {
             let t = crate::suppress::tests::synthetic(seed);
             let p = Problem::from_table(&t, None);
-            let far = crate::suppress::budget::Deadline::after(600.0);
-            let w =
-                crate::suppress::construct::complete(&p, p.initial(), false, crate::suppress::Construction::Auto, &far)
-                    .unwrap();
-            let sup = w.sup().to_vec();
+            let sup = constructed(&p);
             let mut runs = Vec::new();
             for keep in [false, true] {
                 let mut aud = Auditor::new(&p, sup.clone());
@@ -688,6 +740,43 @@ mod tests {
             }
             assert!(runs[1].0 == 0 && runs[0].0 > 0, "seed {seed}: LPs of localize {runs:?}");
             assert_eq!(runs[0].1, runs[1].1, "seed {seed}: drop verdicts differ");
+        }
+    }
+
+    /// A ball radius whose batch LPs decide (almost) nothing is given up for the larger balls
+    /// and the component LPs: the same verdict for every pair, with fewer LPs. Balls of at
+    /// most 2 cells certify nothing on these 4-dimensional tables (the
+    /// attacker can move no cell of a relation whose other members are held), so the 1-hop
+    /// radius is futile; LPs only, so that the radii are what decides.
+    #[test]
+    fn futile_ball_radii_are_given_up_with_the_same_verdicts() {
+        for seed in 0..3 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            // Some secondaries published, so that both verdicts occur.
+            let mut sup = constructed(&p);
+            let free: Vec<usize> =
+                (0..p.n()).filter(|&i| sup[i] && p.fix[i] == crate::suppress::problem::Fix::Free).collect();
+            for &i in free.iter().step_by(5) {
+                sup[i] = false;
+            }
+            let runs: Vec<(usize, Vec<CellAudit>)> = [usize::MAX, 1]
+                .into_iter()
+                .map(|min| {
+                    let mut aud = Auditor::new(&p, sup.clone());
+                    aud.lp_only = true;
+                    aud.local_first = true;
+                    aud.group_min = 1;
+                    aud.balls = &[(1, 2), (6, 5000)];
+                    aud.futile_min_targets = min;
+                    aud.check().unwrap();
+                    (aud.lps, aud.cell_audits())
+                })
+                .collect();
+            let verdicts = |r: &[CellAudit]| r.iter().map(|c| (c.cell, c.lower_ok, c.upper_ok)).collect::<Vec<_>>();
+            assert_eq!(verdicts(&runs[0].1), verdicts(&runs[1].1), "seed {seed}");
+            assert!(runs[1].0 < runs[0].0, "seed {seed}: LPs {} with the skip, {} without", runs[1].0, runs[0].0);
+            assert!(runs[0].1.iter().any(|c| !c.lower_ok || !c.upper_ok), "seed {seed}: nothing under-protected");
         }
     }
 
