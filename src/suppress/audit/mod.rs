@@ -347,7 +347,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             self.reuse_witnesses();
             self.solve_witnesses();
             self.sync_checked();
-            phase.end(self, "witnesses");
+            phase.end(self, format_args!("witnesses"));
         }
         if self.local_first && !self.exact {
             for &(hops, max) in self.balls {
@@ -357,7 +357,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
                 let phase = Phase::start(self);
                 self.solve_local(hops, max)?;
                 self.sync_checked();
-                phase.end(self, &format!("{hops}-hop balls of <= {max} cells"));
+                phase.end(self, format_args!("{hops}-hop balls of <= {max} cells"));
             }
         }
         Ok(())
@@ -391,7 +391,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.certify_locally()?;
         let phase = Phase::start(self);
         self.solve_unknown()?;
-        phase.end(self, "component LPs");
+        phase.end(self, format_args!("component LPs"));
         Ok(self.failures())
     }
 
@@ -449,7 +449,8 @@ impl Phase {
         Self { t0: std::time::Instant::now(), unknown, lps: a.lps, columns: a.lp_columns }
     }
 
-    fn end(self, a: &Auditor, what: &str) {
+    /// `what` is formatted only when the line is printed (no allocation per check).
+    fn end(self, a: &Auditor, what: std::fmt::Arguments) {
         let s = self.t0.elapsed().as_secs_f64();
         if super::trace::enabled() && s >= Self::TRACE_SECONDS {
             let left = a.unknown();
