@@ -191,18 +191,23 @@ impl CompLp {
         Solves::Warm(lp::WarmLp::new(scaled(&self.lp, scale)).with_stop(self.stop), scale)
     }
 
-    /// Solves the LP with the objective `Σ dir·z_t` and caps `dir·z_t ≤ cap` of `targets`.
-    fn solve_targets(&self, how: &mut Solves, targets: &[(u32, f64, f64)]) -> Result<lp::LpSolution, lp::LpError> {
+    /// Solves the LP with the objective `Σ dir·z_t` and caps `dir·z_t ≤ cap` of `targets`, and
+    /// the caps alone (no objective) of `settled`.
+    fn solve_targets(
+        &self,
+        how: &mut Solves,
+        targets: &[(u32, f64, f64)],
+        settled: &[(u32, f64, f64)],
+    ) -> Result<lp::LpSolution, lp::LpError> {
         let changes = |scale: f64| -> Vec<(usize, f64, f64, f64)> {
-            targets
-                .iter()
-                .map(|&(t, dir, cap)| {
-                    let k = self.col_of[&t];
-                    let c = &self.lp.columns[k];
-                    let (lo, hi) = if dir > 0.0 { (c.lower, c.upper.min(cap)) } else { (c.lower.max(-cap), c.upper) };
-                    (k, dir, lo / scale, hi / scale)
-                })
-                .collect()
+            let capped = |&(t, dir, cap): &(u32, f64, f64), cost: f64| {
+                let k = self.col_of[&t];
+                let c = &self.lp.columns[k];
+                let (lo, hi) = if dir > 0.0 { (c.lower, c.upper.min(cap)) } else { (c.lower.max(-cap), c.upper) };
+                (k, cost, lo / scale, hi / scale)
+            };
+            let live = targets.iter().map(|t| capped(t, t.1));
+            live.chain(settled.iter().map(|t| capped(t, 0.0))).collect()
         };
         match how {
             Solves::Cold => {
@@ -227,12 +232,21 @@ impl CompLp {
     /// Maximises `Σ dir·z_t` over `targets = (cell, dir, cap)` with `dir·z_t ≤ cap` — a
     /// restriction of the attacker's region, so its optimum is a valid witness for all.
     pub fn batch(&self, targets: &[(u32, f64, f64)]) -> Result<Vec<(u32, f64)>, SuppressError> {
-        self.batch_with(&mut Solves::Cold, targets)
+        self.batch_with(&mut Solves::Cold, targets, &[])
     }
 
-    /// [`Self::batch`] solved as `how` says.
-    pub fn batch_with(&self, how: &mut Solves, targets: &[(u32, f64, f64)]) -> Result<Vec<(u32, f64)>, SuppressError> {
-        let s = self.solve_targets(how, targets).map_err(|source| SuppressError::Lp {
+    /// [`Self::batch`] solved as `how` says, with the caps of `settled` kept (targets an
+    /// earlier batch reached, now out of the objective): a hot start stays primal feasible
+    /// only while no bound moves. The caps only restrict the attacker, so the optimum is still
+    /// a valid witness, but one that may reach fewer targets (see the audit's
+    /// `SETTLED_CAPS_MIN_CELLS`).
+    pub fn batch_with(
+        &self,
+        how: &mut Solves,
+        targets: &[(u32, f64, f64)],
+        settled: &[(u32, f64, f64)],
+    ) -> Result<Vec<(u32, f64)>, SuppressError> {
+        let s = self.solve_targets(how, targets, settled).map_err(|source| SuppressError::Lp {
             context: format!("attacker LP (batch) on a component of {} cells", self.cells.len()),
             source,
         })?;
@@ -267,7 +281,7 @@ impl CompLp {
         need: f64,
     ) -> Result<(Attack, Option<Cut>), SuppressError> {
         let k = self.col_of[&t];
-        let s = match self.solve_targets(how, &[(t, dir, cap)]) {
+        let s = match self.solve_targets(how, &[(t, dir, cap)], &[]) {
             Err(lp::LpError::Unbounded) if cap.is_infinite() => {
                 let a = Attack { value: f64::INFINITY, witness: Vec::new() };
                 return Ok((a, None));
@@ -384,6 +398,46 @@ mod tests {
     use super::*;
     use crate::suppress::tests::{grid, primary};
     use crate::table::CellStatus;
+
+    /// Settled targets keep their caps and leave the objective: a 3×3 suppressed block of a
+    /// 4×4 table, target (1,1) up to 3; with (1,2) and (1,3) settled at a downward cap of 1
+    /// each, row 1 lets the target rise by 2 only. Solved warm in the order without, with,
+    /// without (the hot start sets and releases the caps), and cold, alike.
+    #[test]
+    fn settled_targets_keep_their_caps() {
+        let mut t = grid(&vec![vec![10.0; 4]; 4], None);
+        let a = primary(&mut t, &[1, 1], 3.0) as u32;
+        let mut st = t.statuses();
+        for r in 1..=3 {
+            for c in 1..=3 {
+                let i = t.find(&[r, c]).unwrap();
+                if st[i] != CellStatus::Primary {
+                    st[i] = CellStatus::Secondary;
+                }
+            }
+        }
+        let p = Problem::from_table(&t, Some(&st));
+        let sup: Vec<bool> = st.iter().map(|s| s.is_suppressed()).collect();
+        let cells: Vec<u32> = (0..p.n() as u32).filter(|&c| sup[c as usize]).collect();
+        let rows = p.relations_touching(&cells);
+        let lp = CompLp::new(&p, &sup, cells, rows);
+        let (b, c) = (t.find(&[1, 2]).unwrap() as u32, t.find(&[1, 3]).unwrap() as u32);
+        let settled = [(b, -1.0, 1.0), (c, -1.0, 1.0)];
+        let target = [(a, 1.0, 3.0)];
+        let at = |w: &[(u32, f64)], cell: u32| w.iter().find(|e| e.0 == cell).map_or(0.0, |e| e.1);
+        let mut how = lp.warm();
+        for (round, kept) in [&[][..], &settled[..], &[][..]].into_iter().enumerate() {
+            let w = lp.batch_with(&mut how, &target, kept).unwrap();
+            let cold = lp.batch_with(&mut Solves::Cold, &target, kept).unwrap();
+            let want = if kept.is_empty() { 3.0 } else { 2.0 };
+            for w in [&w, &cold] {
+                assert!((at(w, a) - want).abs() < 1e-6, "round {round}: {w:?}");
+                if !kept.is_empty() {
+                    assert!(at(w, b) >= -1.0 - 1e-6 && at(w, c) >= -1.0 - 1e-6, "round {round}: {w:?}");
+                }
+            }
+        }
+    }
 
     /// A 4×4 table, a primary at (1,1), two disjoint rectangles suppressed: rows 1–2 × cols
     /// 1–2 and rows 3–4 × cols 3–4. A witness moving both rectangles reaches the primary; the

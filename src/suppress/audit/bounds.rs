@@ -484,6 +484,15 @@ struct BatchOut {
 /// same verdicts; c4-persons and c3-ent-flat as fast or faster.
 const BATCH_ROUNDS: usize = 16;
 
+/// Components of at least this many cells keep the caps of the targets an earlier batch round
+/// reached ([`CompLp::batch_with`]'s `settled`). Why: releasing those caps moves the columns
+/// HiGHS holds at them, so the next round's hot start is primal infeasible; on HiTaS's merge of
+/// a 5-dimensional census table (one 93 k-cell component) that phase 1 took minutes per round,
+/// with the caps kept each round takes 0.1–24 s. On small components the phase 1 is cheap and
+/// the caps cost certificates: c3-persons' first audit (components of ~2,500 cells) took 2,046
+/// LPs with them against 167 without, and c3-enterprises' (~9,000 cells) gains nothing.
+const SETTLED_CAPS_MIN_CELLS: usize = 50_000;
+
 /// Attacker LPs of one component solved in a row from one hot start ([`CompLp::warm`]): the
 /// first from scratch, the others from the previous basis.
 const WARM_RUN: usize = 32;
@@ -511,8 +520,11 @@ fn run_batches(
     checked: Option<&Checked>,
 ) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
-    let mut how = lp.warm();
     for g in groups {
+        // One hot start per direction: every target's cap moves when the direction changes,
+        // so the last basis would be neither primal nor dual feasible.
+        let mut how = lp.warm();
+        let mut settled: Vec<(u32, f64, f64)> = Vec::new();
         let mut g = g.clone();
         for _round in 0..BATCH_ROUNDS {
             if g.len() < 2 {
@@ -525,7 +537,7 @@ fn run_batches(
                     (s.cell, if d == 0 { -1.0 } else { 1.0 }, need(s, d))
                 })
                 .collect();
-            let w = lp.batch_with(&mut how, &targets)?;
+            let w = lp.batch_with(&mut how, &targets, &settled)?;
             out.lps += 1;
             let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
             let (done, rest): (Vec<_>, Vec<_>) = g.iter().partition(|&&(k, d)| {
@@ -538,7 +550,10 @@ fn run_batches(
                 break;
             }
             tick(checked, done.len());
-            let users = done.iter().map(|&(k, d)| (k, d, need(&p.sens[k], d))).collect();
+            let users: Vec<_> = done.iter().map(|&(k, d)| (k, d, need(&p.sens[k], d))).collect();
+            if lp.cells.len() >= SETTLED_CAPS_MIN_CELLS {
+                settled.extend(users.iter().map(|&(k, d, n)| (p.sens[k].cell, if d == 0 { -1.0 } else { 1.0 }, n)));
+            }
             out.witnesses.push((w, users));
             g = rest;
         }
