@@ -277,7 +277,7 @@ pub(crate) fn complete_merged<'p, 'a>(
 /// a trial's LPs are ~3× larger on c3-enterprises (one component of ~9,000 cells) than on
 /// c3-persons. Measured (release build, 2-core machine): c3-persons solves ~195 k columns a
 /// second, c3-enterprises ~118 k, so this cleanup takes ~20 % and ~34 % of the limit (the gap
-/// cleanup's whole runs stay under 45 % of it, [`super::modular::CLEANUP_SECONDS_PER_TRIAL`]).
+/// cleanup's whole runs stay under 40 % of it, [`super::modular::CLEANUP_SECONDS_PER_TRIAL`]).
 /// The former budget, 20,000 LPs (17.3 M columns on c3-persons, 51 M on c3-enterprises), took
 /// c3-enterprises's whole run to 89 % of the 600-s limit: a slower machine would have been
 /// stopped by the limit, and published another pattern.

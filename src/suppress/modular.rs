@@ -167,15 +167,22 @@ pub(crate) fn solve_subtable(
 }
 
 /// `opts` for a subtable too large for the exact model (above `optimal_max_cells`), solved by
-/// the fast method: its cleanup gets the trials asked for, else those of the modular gap
-/// cleanup ([`cleanup_gap_trials`], 100 at the 600-s default), not every candidate. Why: on
-/// a 5-dimensional table (c5-persons, top subtable of 12,021 cells, 5,067 candidates at ~2 s
-/// a trial) the cleanup of every candidate ran until the time limit stopped it, leaving the
-/// lower levels unsolved and a pattern that depended on the machine's speed.
+/// the fast method: its cleanup gets the trials asked for, else one per
+/// [`LARGE_SUBTABLE_SECONDS_PER_TRIAL`] of the limit (100 at the 600-s default), not every
+/// candidate. Why: on a 5-dimensional table (c5-persons, top subtable of 12,021 cells, 5,067
+/// candidates at ~2 s a trial) the cleanup of every candidate ran until the time limit stopped
+/// it, leaving the lower levels unsolved and a pattern that depended on the machine's speed.
 fn large_subtable_options(opts: &ProtectOptions) -> ProtectOptions {
-    let trials = opts.cleanup_trials.unwrap_or_else(|| cleanup_gap_trials(opts.budget_limit_s()));
+    let trials = opts
+        .cleanup_trials
+        .unwrap_or_else(|| (opts.budget_limit_s() / LARGE_SUBTABLE_SECONDS_PER_TRIAL).floor() as usize);
     ProtectOptions { cleanup_trials: Some(trials), ..opts.clone() }
 }
+
+/// Seconds of the time limit per drop trial of a large subtable's cleanup
+/// ([`large_subtable_options`]): a trial there costs ~2 s, and HiTaS still has the lower levels
+/// and the whole-table completion to run within the limit.
+const LARGE_SUBTABLE_SECONDS_PER_TRIAL: f64 = 6.0;
 
 /// Master MIP solves, branch-and-bound nodes per solve, cutting-plane rounds and the relative
 /// gap at which an exact subtable stops. Why a budget of its own: HiTaS solves hundreds of
@@ -204,16 +211,17 @@ fn subtable_options(opts: &ProtectOptions) -> ProtectOptions {
 pub const CLEANUP_GAP: f64 = 0.20;
 
 /// Seconds of the time limit (`time_limit_s`) per drop trial of that cleanup: its budget is
-/// one trial per this many seconds ([`cleanup_gap_trials`]; 100 at the 600-s default). A work
+/// one trial per this many seconds ([`cleanup_gap_trials`]; 250 at the 600-s default). A work
 /// budget derived from the job, never from the clock, so the pattern is the same on any
 /// machine; the limit stays the hard stop. Measured on the census-shaped suite (BENCHMARKS.md,
-/// sessions 33 and 35; release build, singleton rule off): only c3-enterprises (11,317 cells,
-/// 61 % of them primary; gap 65 %) is above the threshold; its cleanup (sparser witnesses)
-/// takes 157 s for 100 trials (40.26 → 39.51 % of the value) and 455 s for 300 (39.15 %,
-/// below tau-Argus OPT's time-limited 39.18 %), whole runs ~220 s and 515 s: under 45 % of
-/// the limit that buys them. c3-persons (8 %), c4-persons (3 %) and c3-ent-flat (19 %) are
-/// below the threshold and keep their time.
-pub const CLEANUP_SECONDS_PER_TRIAL: f64 = 6.0;
+/// sessions 35 and 43; release build, singleton rule off): only c3-enterprises (11,317 cells,
+/// 61 % of them primary; gap 65 %) is above the threshold. Since the hot starts of session 43
+/// its cleanup takes 88 s for 100 trials (39.39 % of the value), 187 s for 250 (39.12 %,
+/// below tau-Argus OPT's time-limited 39.18 %) and 244 s for 300 (39.04 %); the 250-trial run
+/// takes ~220 s in all, 37 % of the limit that buys it, so a machine 2.5× slower still
+/// publishes the same pattern (it was 6 s a trial, 100 trials, ~190 s). c3-persons (8 %),
+/// c4-persons (3 %) and c3-ent-flat (19 %) are below the threshold and keep their time.
+pub const CLEANUP_SECONDS_PER_TRIAL: f64 = 2.4;
 
 /// Drop trials of the cleanup the modular completion gets without being asked, under time
 /// limit `time_limit_s` ([`CLEANUP_SECONDS_PER_TRIAL`]).
@@ -705,11 +713,11 @@ mod tests {
         );
         assert_eq!(default_cleanup(&p, &all, &ProtectOptions { singleton_rule: true, ..base.clone() }), (None, None));
         assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }), (None, None));
-        assert_eq!(default_cleanup(&p, &all, &base).0, Some(100), "everything suppressed: far above (600-s limit)");
+        assert_eq!(default_cleanup(&p, &all, &base).0, Some(250), "everything suppressed: far above (600-s limit)");
         // The budget follows the stated limit, not the clock: also with less of it left.
         let longer = ProtectOptions { time_limit_s: 1800.0, ..base.clone() };
-        assert_eq!(default_cleanup(&p, &all, &longer).0, Some(300));
-        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5)).0, Some(300));
+        assert_eq!(default_cleanup(&p, &all, &longer).0, Some(750));
+        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5)).0, Some(750));
     }
 
     #[test]
