@@ -217,9 +217,9 @@ pub const CLEANUP_GAP: f64 = 0.20;
 /// sessions 35 and 43; release build, singleton rule off): only c3-enterprises (11,317 cells,
 /// 61 % of them primary; gap 65 %) is above the threshold. Since the hot starts of session 43
 /// its cleanup takes 88 s for 100 trials (39.39 % of the value), 187 s for 250 (39.12 %,
-/// below tau-Argus OPT's time-limited 39.18 %) and 244 s for 300 (39.04 %); the 250-trial run
-/// takes ~220 s in all, 37 % of the limit that buys it, so a machine 2.5× slower still
-/// publishes the same pattern (it was 6 s a trial, 100 trials, ~190 s). c3-persons (8 %),
+/// below tau-Argus OPT's time-limited 39.18 %) and 244 s for 300 (39.04 %); the default run
+/// (250 trials) takes 212.9 s in all, 35 % of the limit that buys it, so a machine 2.8× slower
+/// still publishes the same pattern (it was 6 s a trial: 100 trials, 189 s, 39.41 %). c3-persons (8 %),
 /// c4-persons (3 %) and c3-ent-flat (19 %) are below the threshold and keep their time.
 pub const CLEANUP_SECONDS_PER_TRIAL: f64 = 2.4;
 
