@@ -540,22 +540,21 @@ fn run_batches(
             let w = lp.batch_with(&mut how, &targets, &settled)?;
             out.lps += 1;
             let z: crate::table::relations::FastMap<u32, f64> = w.iter().copied().collect();
-            let (done, rest): (Vec<_>, Vec<_>) = g.iter().partition(|&&(k, d)| {
-                let s = &p.sens[k];
-                let dir = if d == 0 { -1.0 } else { 1.0 };
-                let n = need(s, d);
-                dir * z.get(&s.cell).copied().unwrap_or(0.0) >= n - tolerance(n)
-            });
+            let reached: Vec<bool> = targets
+                .iter()
+                .map(|&(c, dir, n)| dir * z.get(&c).copied().unwrap_or(0.0) >= n - tolerance(n))
+                .collect();
+            let (done, rest): (Vec<_>, Vec<_>) = g.iter().zip(&reached).partition(|(_, &r)| r);
             if done.is_empty() {
                 break;
             }
             tick(checked, done.len());
-            let users: Vec<_> = done.iter().map(|&(k, d)| (k, d, need(&p.sens[k], d))).collect();
+            let users = done.iter().map(|&(&(k, d), _)| (k, d, need(&p.sens[k], d))).collect();
             if lp.cells.len() >= SETTLED_CAPS_MIN_CELLS {
-                settled.extend(users.iter().map(|&(k, d, n)| (p.sens[k].cell, if d == 0 { -1.0 } else { 1.0 }, n)));
+                settled.extend(targets.iter().zip(&reached).filter(|(_, &r)| r).map(|(t, _)| *t));
             }
             out.witnesses.push((w, users));
-            g = rest;
+            g = rest.into_iter().map(|(t, _)| *t).collect();
         }
         out.left.extend(g);
     }
