@@ -27,13 +27,17 @@
 //!    limit being only a hard stop ([`super::budget`]). Before the audit, a trial is refused
 //!    without LP when a sensitive cell becomes computable exactly or a capacity cut kept from
 //!    an earlier refused trial is violated ([`Work::try_drop`]); most refusals on the
-//!    benchmark tables are decided that way.
+//!    benchmark tables are decided that way. On a suppressed component too large for LP-decided
+//!    single trials, the cleanup first tries to drop whole level combinations of secondaries,
+//!    highest marginals first ([`Work::drop_groups`]: the grand total and the one-way totals of
+//!    c5-persons, which the single trials there cannot decide).
 //!
 //! [`Work::close`]: super::work::Work::close
 //! [`Work::repair`]: super::work::Work::repair
 //! [`Work::cover`]: super::work::Work::cover
 //! [`Work::cleanup`]: super::work::Work::cleanup
 //! [`Work::try_drop`]: super::work::Work::try_drop
+//! [`Work::drop_groups`]: super::work::Work::drop_groups
 
 use super::budget::Deadline;
 use super::construct::complete;
@@ -77,6 +81,7 @@ fn cleaned(
     let mut w = complete(p, p.initial(), opts.singleton_rule, opts.construction, deadline)?;
     if opts.cleanup {
         w.cleanup_columns = columns;
+        w.group_trials = super::work::group_trials(opts.budget_limit_s());
         w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
     }
     w.into_certified(opts.singleton_rule)

@@ -138,6 +138,11 @@ impl<'a> Geometry<'a> {
         Self { table, options, start }
     }
 
+    /// The table this is the geometry of.
+    pub fn table(&self) -> &'a Table {
+        self.table
+    }
+
     /// Coordinate of cell `c` (for diagnostics).
     pub fn coord(&self, c: u32) -> &[u32] {
         &self.table.cells()[c as usize].coord

@@ -74,6 +74,9 @@ pub(crate) struct Work<'p, 'a> {
     /// Suppressed cells in one component above which [`Self::cleanup`] decides its trials by
     /// the local searches alone ([`LOCAL_TRIALS_COMPONENT`]).
     pub local_trials_component: usize,
+    /// Group drop trials a cleanup on such a component starts with ([`Work::drop_groups`]; 0
+    /// unless the method sets them, [`group_trials`]).
+    pub group_trials: usize,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -103,6 +106,28 @@ const LOCAL_TRIALS_COMPONENT: usize = 50_000;
 /// enterprise table where it refused 16 of 34: 29 % less cleanup time, 31 % fewer LPs).
 const PROBE_TARGETS: usize = 6;
 const PROBE_RATIO: usize = 4;
+
+/// LP columns ([`Auditor::lp_columns`]) one group drop trial may use before it is refused
+/// ([`Auditor::column_cap`]): 8 LPs over a 100 k-cell component (a certified group took 4).
+const GROUP_TRIAL_COLUMNS: usize = 800_000;
+
+/// Suppressed cells in the largest component above which a cleanup makes no group drop
+/// trials: each trial solves LPs over the whole component (~7 s an LP over c5-persons'
+/// 95 k cells; the 1 M-cell tables' components are ten times larger).
+const GROUP_COMPONENT_MAX: usize = 200_000;
+
+/// Seconds of the stated time limit per group drop trial ([`Work::drop_groups`]) of a
+/// `fast` cleanup on a large component: 3 trials at the 600-s default, 9 at 1,800 s. Measured
+/// on c5-persons (2-core machine): ~125 s of construction, repair and re-certification, then
+/// 27–30 s for each of the first three trials (two LPs over the 95 k-cell component per
+/// direction) and 87–142 s for the fourth, whose LPs are harder; three trials keep the run
+/// within ~45 % of the limit, so a slower machine still publishes the same pattern.
+pub const GROUP_SECONDS_PER_TRIAL: f64 = 200.0;
+
+/// Group drop trials under time limit `time_limit_s` ([`GROUP_SECONDS_PER_TRIAL`]).
+pub fn group_trials(time_limit_s: f64) -> usize {
+    (time_limit_s / GROUP_SECONDS_PER_TRIAL).floor() as usize
+}
 
 /// Cuts longer than this are not pooled (checking them would cost more than it saves).
 const POOL_CUT_MAX: usize = 4096;
@@ -142,6 +167,7 @@ impl<'p, 'a> Work<'p, 'a> {
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
             cleanup_columns: usize::MAX,
             local_trials_component: LOCAL_TRIALS_COMPONENT,
+            group_trials: 0,
         }
     }
 
@@ -456,7 +482,26 @@ impl<'p, 'a> Work<'p, 'a> {
             t0.elapsed().as_secs_f64(),
             self.aud.lps - lps0
         ));
-        for &s in cands.iter().take(trials) {
+        let mut left = trials;
+        if self.aud.keep_held {
+            let groups = self.group_trials.min(left);
+            let (t1, before) = (Instant::now(), *dropped);
+            let tried_groups = self.drop_groups(groups, singleton_rule, deadline, dropped)?;
+            left -= tried_groups;
+            trace(format_args!(
+                "cleanup: {tried_groups} group trials in {:.1}s dropped {} cells, cost {:.3} %",
+                t1.elapsed().as_secs_f64(),
+                *dropped - before,
+                p.cost_percent(p.cost_of(&self.aud.sup))
+            ));
+        }
+        for &s in cands {
+            if *tried >= left {
+                break;
+            }
+            if !self.aud.sup[s] {
+                continue; // dropped with its group
+            }
             if deadline.reached() || self.aud.lp_columns - cols0 >= self.cleanup_columns {
                 break;
             }
@@ -572,6 +617,113 @@ impl<'p, 'a> Work<'p, 'a> {
             self.aud.restore(s, lost);
         }
         Ok(ok)
+    }
+
+    /// Group drop trials on a large component ([`Auditor::keep_held`]): the method-chosen
+    /// secondaries are grouped by level combination (the depth of each coordinate in its
+    /// hierarchy) and each group, highest marginals first, is un-suppressed at once when the
+    /// audit certifies the pattern without it ([`Self::try_drop_group`]). At most `trials`
+    /// group trials. Returns the trials run; `dropped` counts the cells dropped (also when the
+    /// hard stop ends the trials).
+    ///
+    /// Why: there the single drop trials refuse every cell whose drop loses more than
+    /// [`TRIAL_LOST_MAX`] certificates, and those are the costliest: the high marginals a cube
+    /// assignment suppresses on a sparse 5-dimensional table (c5-persons: the grand total and
+    /// every one-way total, each level combination 1/72 of the cost). A level combination shares
+    /// its role in every cube, so it is droppable as a whole or not at all more often than not,
+    /// and one audit decides it.
+    pub fn drop_groups(
+        &mut self,
+        trials: usize,
+        singleton_rule: bool,
+        deadline: &Deadline,
+        dropped: &mut usize,
+    ) -> Result<usize, SuppressError> {
+        let p = self.p;
+        let Some(geom) = p.geometry() else { return Ok(0) };
+        if self.aud.largest_component() > GROUP_COMPONENT_MAX {
+            return Ok(0);
+        }
+        let dims = geom.table().dims();
+        let depth = |d: usize, mut x: usize| {
+            let mut k = 0u8;
+            while let Some(par) = dims[d].parent[x] {
+                k += 1;
+                x = par;
+            }
+            k
+        };
+        let mut groups: std::collections::BTreeMap<(u32, Vec<u8>), Vec<usize>> = Default::default();
+        for i in (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free) {
+            let levels: Vec<u8> = geom.coord(i as u32).iter().enumerate().map(|(d, &x)| depth(d, x as usize)).collect();
+            let height = levels.iter().map(|&l| u32::from(l)).sum();
+            groups.entry((height, levels)).or_default().push(i);
+        }
+        let mut tried = 0;
+        for ((_, levels), group) in groups {
+            if tried >= trials || deadline.reached() {
+                break;
+            }
+            let t0 = Instant::now();
+            tried += 1;
+            let ok = self.try_drop_group(&group, singleton_rule)?;
+            trace(format_args!(
+                "group trial {tried}: levels {levels:?}, {} cells, {}, {:.1}s, cost {:.3} %",
+                group.len(),
+                if ok { "dropped" } else { "refused" },
+                t0.elapsed().as_secs_f64(),
+                p.cost_percent(p.cost_of(&self.aud.sup))
+            ));
+            *dropped += if ok { group.len() } else { 0 };
+        }
+        Ok(tried)
+    }
+
+    /// Un-suppresses the cells of `group` together if the audit certifies the pattern without
+    /// them within [`GROUP_TRIAL_COLUMNS`] LP columns; returns whether it did. Refused (no LP)
+    /// when a cheap necessary condition of [`Self::try_drop`] already fails for one of them.
+    fn try_drop_group(&mut self, group: &[usize], singleton_rule: bool) -> Result<bool, SuppressError> {
+        let mut lost = Vec::with_capacity(group.len());
+        for &c in group {
+            lost.push(self.aud.remove(c));
+        }
+        let refused = group.iter().any(|&c| {
+            (singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, c).is_empty()) || self.refuted(c)
+        });
+        // Straight to the component LPs, within a work budget: the drops take away shared
+        // witnesses of thousands of targets that the balls do not replace (measured on
+        // c5-persons: 0–4 of ~4,000 bounds for 40–65 s a trial), and a group the component
+        // LPs would refuse one by one is refused by the budget instead.
+        let balls = std::mem::take(&mut self.aud.balls);
+        self.aud.column_cap = Some(self.aud.lp_columns + GROUP_TRIAL_COLUMNS);
+        let verdict = if refused {
+            Ok(None)
+        } else {
+            match self.aud.check() {
+                Err(e) if e.is_stop() && self.aud.stop.is_none_or(|at| Instant::now() < at) => Ok(None),
+                r => r.map(Some),
+            }
+        };
+        self.aud.balls = balls;
+        self.aud.column_cap = None;
+        let ok = matches!(&verdict, Ok(Some(f)) if f.is_empty());
+        if ok {
+            for &c in group {
+                self.unsuppress_counts(c);
+            }
+        } else {
+            for (&c, l) in group.iter().zip(lost).rev() {
+                self.aud.restore(c, l);
+            }
+        }
+        if let Ok(Some(fails)) = &verdict {
+            for f in fails {
+                if let Some(cut) = &f.cut {
+                    self.pool_cut(cut);
+                }
+            }
+        }
+        verdict.map(|_| ok)
     }
 
     /// Keeps a capacity cut of a failed trial for [`Self::refuted`].
@@ -872,5 +1024,50 @@ mod tests {
         // And a cleanup whose stop has passed by the time it starts changes nothing.
         assert_eq!(w.cleanup(false, 200, &Deadline::after(0.0)).unwrap(), 0);
         assert_eq!(w.sup(), &before[..]);
+    }
+
+    /// Group drop trials ([`Work::drop_groups`], as on a giant component): every level
+    /// combination of the completed pattern's secondaries is tried once; the pattern stays
+    /// LP-clean and never costs more, and some trial drops a group on these tables (the test
+    /// can fail).
+    #[test]
+    fn group_drops_keep_the_pattern_audited() {
+        let mut dropped_any = 0;
+        for seed in 0..4 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            let before = w.sup().to_vec();
+            w.aud.keep_held = true;
+            let mut dropped = 0;
+            let tried = w.drop_groups(usize::MAX, false, &far, &mut dropped).unwrap();
+            assert!(tried > 0, "seed {seed}");
+            assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
+            assert!(p.cost_of(w.sup()) <= p.cost_of(&before) + 1e-9, "seed {seed}");
+            assert_eq!(dropped, before.iter().zip(w.sup()).filter(|(a, b)| **a && !**b).count(), "seed {seed}");
+            dropped_any += dropped;
+        }
+        assert!(dropped_any > 0, "no group dropped on any table");
+    }
+
+    /// [`Auditor::column_cap`] stops a check like the hard stop, before any LP past it: with
+    /// the cap at the columns already solved, a check that needs LPs fails with the stop and
+    /// solves none; without it, the same check passes.
+    #[test]
+    fn a_column_cap_stops_the_audit_before_its_lps() {
+        let t = synthetic(1);
+        let p = Problem::from_table(&t, None);
+        let far = Deadline::after(600.0);
+        let w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+        let mut a = Auditor::new(&p, w.sup().to_vec());
+        a.lp_only = true;
+        a.column_cap = Some(0);
+        let e = a.check().unwrap_err();
+        assert!(e.is_stop(), "{e}");
+        assert_eq!(a.lps, 0);
+        a.column_cap = None;
+        assert!(a.check().unwrap().is_empty());
+        assert!(a.lps > 0);
     }
 }

@@ -385,10 +385,12 @@ impl Auditor<'_, '_> {
         // The bounds decided so far (the trivial ones above), then a running count in the LPs.
         self.sync_checked();
         let checked = self.checked.as_ref();
+        // Under a column cap each component's batch LPs stop at its share of what is left.
+        let left = self.column_cap.map(|cap| cap.saturating_sub(self.lp_columns));
         let batch: Vec<BatchOut> = groups
             .par_iter()
             .enumerate()
-            .map(|(ci, g)| run_batches(p, &lps[ci], g, checked))
+            .map(|(ci, g)| run_batches(p, &lps[ci], g, checked, left.map(|l| l / lps[ci].cells.len().max(1))))
             .collect::<Result<_, _>>()?;
         for (ci, out) in batch.into_iter().enumerate() {
             self.solved(out.lps, out.lps * lps[ci].cells.len());
@@ -402,6 +404,15 @@ impl Auditor<'_, '_> {
             singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
         }
         singles.sort_unstable();
+        // A column cap refuses phase B's LPs before solving any of them when they would pass it
+        // (decided from their count and sizes: the same on every machine).
+        self.stop_check()?;
+        if let Some(cap) = self.column_cap {
+            let planned: usize = singles.iter().map(|&(ci, ..)| lps[ci].cells.len()).sum();
+            if self.lp_columns + planned > cap {
+                return Err(SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped });
+            }
+        }
         // Phase B: one LP per remaining (target, direction), hot-started from the previous LP of
         // the same component in runs of at most WARM_RUN (fixed runs in target order: the same
         // witnesses on any number of threads).
@@ -518,6 +529,7 @@ fn run_batches(
     lp: &CompLp,
     groups: &[Vec<(usize, usize)>],
     checked: Option<&Checked>,
+    max_lps: Option<usize>,
 ) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
     for g in groups {
@@ -527,7 +539,7 @@ fn run_batches(
         let mut settled: Vec<(u32, f64, f64)> = Vec::new();
         let mut g = g.clone();
         for _round in 0..BATCH_ROUNDS {
-            if g.len() < 2 {
+            if g.len() < 2 || max_lps.is_some_and(|m| out.lps >= m) {
                 break;
             }
             let targets: Vec<(u32, f64, f64)> = g

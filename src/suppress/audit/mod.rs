@@ -157,6 +157,10 @@ pub(crate) struct Auditor<'p, 'a> {
     /// past it a check fails with [`LpError::Stopped`](crate::lp::LpError::Stopped), and
     /// the caller restores its last audited state ([`Self::restore`], [`Self::localize`]).
     pub stop: Option<std::time::Instant>,
+    /// Deterministic counterpart of [`Self::stop`]: past this many LP columns
+    /// ([`Self::lp_columns`]) a check fails the same way, at the same point on every machine
+    /// (asked between chunks of LPs, where the count does not depend on threads or speed).
+    pub column_cap: Option<usize>,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -212,6 +216,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             group_min: 65,
             checked: None,
             stop: None,
+            column_cap: None,
         }
     }
 
@@ -368,15 +373,15 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.certs.iter().flatten().filter(|c| matches!(c, Cert::Unknown)).count()
     }
 
-    /// [`LpError::Stopped`](crate::lp::LpError::Stopped) once [`Self::stop`] has passed:
-    /// asked between chunks of LPs, so a check cannot run long past the stop.
+    /// [`LpError::Stopped`](crate::lp::LpError::Stopped) once [`Self::stop`] has passed or
+    /// [`Self::column_cap`] is reached: asked between chunks of LPs, so a check cannot run long
+    /// past the stop.
     fn stop_check(&self) -> Result<(), SuppressError> {
-        match self.stop {
-            Some(at) if std::time::Instant::now() >= at => {
-                Err(SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped })
-            }
-            _ => Ok(()),
+        let late = self.stop.is_some_and(|at| std::time::Instant::now() >= at);
+        if late || self.column_cap.is_some_and(|cap| self.lp_columns >= cap) {
+            return Err(SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped });
         }
+        Ok(())
     }
 
     /// Sets the running count (if any) to the bounds decided so far.
