@@ -1078,4 +1078,32 @@ mod tests {
         assert!(a.check().unwrap().is_empty());
         assert!(a.lps > 0);
     }
+
+    /// A cleanup on a giant component (here every component, `local_trials_component = 0`)
+    /// runs its group trials first, and one that drops a group ends the cleanup: no single
+    /// trial follows (their counters stay put), and the pattern passes the LP audit.
+    #[test]
+    fn a_dropped_group_ends_the_cleanup() {
+        let mut ended = 0;
+        for seed in 0..4 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            let before = p.cost_of(w.sup());
+            (w.local_trials_component, w.group_trials) = (0, usize::MAX);
+            let singles = |w: &Work| w.refused_cheaply + w.refused_by_audit + w.refused_undecided + w.accepted;
+            let (s0, a0) = (singles(&w), w.accepted);
+            let dropped = w.cleanup(false, usize::MAX, &far).unwrap();
+            assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
+            assert!(p.cost_of(w.sup()) <= before + 1e-9, "seed {seed}");
+            if singles(&w) > s0 {
+                // Single trials ran: then no group was dropped, every drop is a single one.
+                assert_eq!(dropped, w.accepted - a0, "seed {seed}: single trials after a dropped group");
+            } else if dropped > 0 {
+                ended += 1;
+            }
+        }
+        assert!(ended > 0, "no cleanup dropped a group");
+    }
 }
