@@ -600,11 +600,7 @@ impl<'p, 'a> Work<'p, 'a> {
             let st = &mut self.trial_stats[usize::from(!fails.is_empty())];
             st.0 += lost.len();
             st.1 += self.aud.lps - lps0;
-            for f in &fails {
-                if let Some(cut) = &f.cut {
-                    self.pool_cut(cut);
-                }
-            }
+            self.pool_cuts(&fails);
             self.refused_by_audit += usize::from(!fails.is_empty());
             self.accepted += usize::from(fails.is_empty());
             fails.is_empty()
@@ -652,19 +648,11 @@ impl<'p, 'a> Work<'p, 'a> {
         if self.aud.largest_component() > GROUP_COMPONENT_MAX {
             return Ok(0);
         }
-        let dims = geom.table().dims();
-        let depth = |d: usize, mut x: usize| {
-            let mut k = 0u8;
-            while let Some(par) = dims[d].parent[x] {
-                k += 1;
-                x = par;
-            }
-            k
-        };
-        let mut groups: std::collections::BTreeMap<(u32, Vec<u8>), Vec<usize>> = Default::default();
+        let depths: Vec<Vec<u32>> = geom.table().dims().iter().map(|d| d.depths()).collect();
+        let mut groups: std::collections::BTreeMap<(u32, Vec<u32>), Vec<usize>> = Default::default();
         for i in (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free) {
-            let levels: Vec<u8> = geom.coord(i as u32).iter().enumerate().map(|(d, &x)| depth(d, x as usize)).collect();
-            let height = levels.iter().map(|&l| u32::from(l)).sum();
+            let levels: Vec<u32> = geom.coord(i as u32).iter().zip(&depths).map(|(&x, d)| d[x as usize]).collect();
+            let height = levels.iter().sum();
             groups.entry((height, levels)).or_default().push(i);
         }
         let mut tried = 0;
@@ -725,13 +713,18 @@ impl<'p, 'a> Work<'p, 'a> {
             }
         }
         if let Ok(Some(fails)) = &verdict {
-            for f in fails {
-                if let Some(cut) = &f.cut {
-                    self.pool_cut(cut);
-                }
-            }
+            self.pool_cuts(fails);
         }
         verdict.map(|_| ok)
+    }
+
+    /// Keeps the capacity cuts of a failed trial's shortfalls ([`Self::pool_cut`]).
+    fn pool_cuts(&mut self, fails: &[Failure]) {
+        for f in fails {
+            if let Some(cut) = &f.cut {
+                self.pool_cut(cut);
+            }
+        }
     }
 
     /// Keeps a capacity cut of a failed trial for [`Self::refuted`].

@@ -410,7 +410,7 @@ impl Auditor<'_, '_> {
         if let Some(cap) = self.column_cap {
             let planned: usize = singles.iter().map(|&(ci, ..)| lps[ci].cells.len()).sum();
             if self.lp_columns + planned > cap {
-                return Err(SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped });
+                return Err(super::stopped());
             }
         }
         // Phase B: one LP per remaining (target, direction), hot-started from the previous LP of

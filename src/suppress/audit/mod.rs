@@ -179,6 +179,11 @@ const LOCAL_FIRST_CELLS: usize = 100_000;
 /// smaller tables keep the component LPs, and their patterns are unchanged).
 const KEEP_HELD_CELLS: usize = super::construct::ASSIGN_MAX_CELLS;
 
+/// The error of a check ended by [`Auditor::stop`] or [`Auditor::column_cap`].
+fn stopped() -> SuppressError {
+    SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped }
+}
+
 /// Direction 0 = down (`LPL`), 1 = up (`UPL`).
 fn need(s: &super::problem::Sensitive, dir: usize) -> f64 {
     if dir == 0 {
@@ -379,7 +384,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
     fn stop_check(&self) -> Result<(), SuppressError> {
         let late = self.stop.is_some_and(|at| std::time::Instant::now() >= at);
         if late || self.column_cap.is_some_and(|cap| self.lp_columns >= cap) {
-            return Err(SuppressError::Lp { context: "the audit".into(), source: crate::lp::LpError::Stopped });
+            return Err(stopped());
         }
         Ok(())
     }
