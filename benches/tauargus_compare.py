@@ -73,6 +73,10 @@ SUITE = {
                     "safety": "NK(1,85)|FREQ(3,10)"},
     "c5-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2", "sex", "size_class", "contract"],
                    "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
+    # A second table between 20 k and 200 k cells (where `auto` picks HiTaS with fast
+    # subtables): 4 dimensions, both hierarchies at two levels.
+    "c4-hier": {"rows": 50_000, "seed": 17, "dims": ["geo2", "nace2", "sex", "contract"],
+                "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
     # The largest shape: 650 k persons, a 3-level geography (region / department /
     # ~2,800 communes) x activity x sex x age band, millions of cells (no tau-Argus run).
     "c4-geo3": {"rows": 650_000, "seed": 16, "dims": ["geo3", "nace2", "sex", "age_band"],
