@@ -73,8 +73,8 @@ SUITE = {
                     "safety": "NK(1,85)|FREQ(3,10)"},
     "c5-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2", "sex", "size_class", "contract"],
                    "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
-    # A second table between 20 k and 200 k cells (where `auto` picks HiTaS with fast
-    # subtables): 4 dimensions, both hierarchies at two levels.
+    # A second table between 20 k and 200 k cells (`auto` picks `fast` there; BENCHMARKS.md
+    # session 46): 4 dimensions, both hierarchies at two levels.
     "c4-hier": {"rows": 50_000, "seed": 17, "dims": ["geo2", "nace2", "sex", "contract"],
                 "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
     # The largest shape: 650 k persons, a 3-level geography (region / department /
