@@ -345,9 +345,12 @@ const FAST_CLEANUP_CELLS: usize = 2000;
 /// 367 s cleaning up its fast start (738 trials, 37,419 LPs) to 11.56 % of its cost, and
 /// the first master MIP's repaired pattern was 3.64 %; its neighbours, with no cleanup,
 /// started at 21–47 % and ended at 1–4 %. Capped, a start of that level (696 candidates)
-/// took 12 s. The census-shaped suite's starts stay far below it (at most 0.31 M columns,
-/// c3-enterprises' subtables), so their patterns are unchanged.
-pub(crate) const START_CLEANUP_COLUMNS: usize = 1_000_000;
+/// took 12 s. Lowered from 1 M to 100 k after the 4-dimensional c4-hier (session 47): 313 of
+/// the ~500 core-seconds of HiTaS's level 1 went to starts capped at 1 M (one: 2.74 % after
+/// 126 s, its first master MIP 1.46 % 3 s later); at 100 k its levels took 258 s instead of
+/// 500 s for the same merge (4.93 % of the value against 4.94 %), and c3-persons' and
+/// c3-enterprises' HiTaS merges are unchanged (BENCHMARKS.md, "Session 47").
+pub(crate) const START_CLEANUP_COLUMNS: usize = 100_000;
 
 /// Tables above this many cells start the exact search from HiTaS's pattern (the merged exact
 /// subtable solves, repaired: [`complete_merged`]) instead of the fast one. Why: on them the
