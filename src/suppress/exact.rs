@@ -170,11 +170,13 @@ fn strengthen_bound(
 /// primaries does, cascades through its secondaries (measured on a flat 924-cell table: 9.2 %
 /// of the value → 23.8 %). The first `open_rounds` rounds add only what the cuts ask for; later
 /// ones close what they add. Falls back to that closure when the repair alone gets stuck.
+/// `defer_singles`: [`super::audit::Auditor::defer_singles`] of its audits.
 pub(crate) fn repaired<'p, 'a>(
     p: &'p Problem<'a>,
     sup: Vec<bool>,
     singleton_rule: bool,
     open_rounds: usize,
+    defer_singles: Option<usize>,
     deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
     if deadline.reached() {
@@ -185,6 +187,7 @@ pub(crate) fn repaired<'p, 'a>(
         return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
     let mut w = Work::new(p, sup.clone());
+    w.aud.defer_singles = defer_singles;
     // Open rounds first unless most targets fail (a pattern far from protecting, e.g. HiTaS's
     // merge when the time limit skipped its levels: the closure is the better start there):
     // each round re-audits only the failed targets. Measured on c4-persons, singleton rule on
@@ -223,6 +226,9 @@ fn drop_repair_additions(
     deadline: &Deadline,
 ) -> Result<usize, SuppressError> {
     let p = w.p;
+    // On a giant component (HiTaS's merge of a 5-dimensional table) an audited trial would be
+    // component LPs over ~10^5 cells: decided locally instead, as in the cleanup.
+    w.decide_trials_locally_on_giant_components();
     let mut added: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && !before[i] && p.fix[i] == Fix::Free).collect();
     added.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));
     let mut dropped = 0;
@@ -255,7 +261,8 @@ pub(crate) fn complete_merged<'p, 'a>(
         merged.iter().filter(|&&s| s).count(),
         p.cost_percent(p.cost_of(merged))
     ));
-    let mut w = repaired(p, merged.to_vec(), singleton_rule, MERGED_REPAIR_OPEN_ROUNDS, deadline)?;
+    let defer = Some(DEFER_SINGLES_MIN_CELLS);
+    let mut w = repaired(p, merged.to_vec(), singleton_rule, MERGED_REPAIR_OPEN_ROUNDS, defer, deadline)?;
     let repaired_cost = p.cost_of(&w.aud.sup);
     let dropped = drop_repair_additions(&mut w, merged, singleton_rule, deadline)?;
     trace(format_args!(
@@ -310,6 +317,17 @@ pub(crate) struct Cleanup {
     pub trials: usize,
     pub columns: usize,
 }
+
+/// Suppressed components of at least this many cells in HiTaS's merged pattern: the bounds
+/// their batch LPs leave undecided are repaired with a hypercube each
+/// ([`Work::repair_by_cubes`]) instead of one single attacker LP each over the component.
+/// Why: on the 4-dimensional c4-hier (29,101 cells; the merge's largest component ~21 k cells)
+/// 3,180 such LPs had not finished after 22 minutes, on the 5-dimensional c5-persons (93 k
+/// cells) ~1,900 after 16 (BENCHMARKS.md, sessions 45 and 47), where the batch rounds take ~2
+/// minutes; with the cubes c4-hier's completion is published within the 600-s limit at 14.5 %
+/// of the value, against `fast`'s 25.0 % (session 48). Below it single LPs are cheap and give
+/// the repair exact cuts (cheaper than cubes): c3-enterprises' components (~9,000 cells) keep them.
+const DEFER_SINGLES_MIN_CELLS: usize = 15_000;
 
 /// [`repaired`] starts from the closure when more than one sensitive cell in this many fails.
 const CLOSURE_FIRST_SHARE: usize = 2;
@@ -492,7 +510,7 @@ pub(crate) fn run(
         if !fails.is_empty() {
             // Repair the master's pattern into a clean one ([`repaired`]): an incumbent close to
             // the bound long before the master's pattern is clean.
-            if let Ok(mut w) = repaired(p, x.clone(), opts.singleton_rule, REPAIR_OPEN_ROUNDS, deadline) {
+            if let Ok(mut w) = repaired(p, x.clone(), opts.singleton_rule, REPAIR_OPEN_ROUNDS, None, deadline) {
                 drop_repair_additions(&mut w, &x, opts.singleton_rule, deadline)?;
                 let c = p.cost_of(w.sup());
                 if c < best_cost - 1e-9 && w.aud.check()?.is_empty() {
@@ -613,7 +631,7 @@ mod tests {
         for seed in 30..36 {
             let Some((t, merged)) = near_merge(seed, 2) else { continue };
             let p = Problem::from_table(&t, None);
-            let mut w = super::repaired(&p, merged.clone(), false, 0, &far).unwrap();
+            let mut w = super::repaired(&p, merged.clone(), false, 0, None, &far).unwrap();
             let before = w.sup().to_vec();
             let n = super::drop_repair_additions(&mut w, &merged, false, &far).unwrap();
             let gone: Vec<usize> = (0..p.n()).filter(|&i| before[i] && !w.sup()[i]).collect();

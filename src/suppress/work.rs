@@ -16,6 +16,8 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use super::attacker::{tolerance, Cut};
 use super::audit::{Auditor, Failure};
 use super::budget::Deadline;
@@ -77,6 +79,9 @@ pub(crate) struct Work<'p, 'a> {
     /// Group drop trials a cleanup on such a component starts with ([`Work::drop_groups`]; 0
     /// unless the method sets them, [`group_trials`]).
     pub group_trials: usize,
+    /// Sensitive cells repaired with a hypercube for bounds the audit deferred
+    /// ([`Self::repair_by_cubes`]).
+    pub cube_repairs: usize,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -129,6 +134,10 @@ pub fn group_trials(time_limit_s: f64) -> usize {
     (time_limit_s / GROUP_SECONDS_PER_TRIAL).floor() as usize
 }
 
+/// Cell look-ups and one-dimensional extensions per dimension of a repair cube search.
+const CUBE_REPAIR_BUDGET: usize = 20_000;
+const CUBE_REPAIR_BEAM: usize = 6;
+
 /// Cuts longer than this are not pooled (checking them would cost more than it saves).
 const POOL_CUT_MAX: usize = 4096;
 
@@ -168,6 +177,7 @@ impl<'p, 'a> Work<'p, 'a> {
             cleanup_columns: usize::MAX,
             local_trials_component: LOCAL_TRIALS_COMPONENT,
             group_trials: 0,
+            cube_repairs: 0,
         }
     }
 
@@ -313,9 +323,17 @@ impl<'p, 'a> Work<'p, 'a> {
                 self.aud.witnessed()
             ));
             let mut added: Vec<u32> = Vec::new();
+            // Bounds the audit deferred (no cut) get a hypercube each; without a deferral a
+            // failure always has its cut.
+            let deferring = self.aud.defer_singles.is_some();
+            let deferred: Vec<usize> = fails.iter().filter(|f| deferring && f.cut.is_none()).map(|f| f.sens).collect();
+            let cubed = self.repair_by_cubes(&deferred);
             for f in &fails {
                 let s = p.sens[f.sens];
                 let Some(cut) = &f.cut else {
+                    if deferring {
+                        continue;
+                    }
                     return Err(SuppressError::Input("audit failure without a cut".into()));
                 };
                 let lhs = cut.lhs(&self.aud.sup);
@@ -380,7 +398,9 @@ impl<'p, 'a> Work<'p, 'a> {
                     added.push(j);
                 }
             }
-            if added.is_empty() {
+            // A cell without a cube switched the deferral off: the next audit gives its cut.
+            let undeferred = deferring && self.aud.defer_singles.is_none();
+            if added.is_empty() && cubed == 0 && !undeferred {
                 if fails.is_empty() {
                     return Ok(());
                 }
@@ -395,6 +415,84 @@ impl<'p, 'a> Work<'p, 'a> {
             }
         }
         unreachable!("the repair loop returns")
+    }
+
+    /// Repairs the sensitive cells `deferred` (their bounds left undecided by the audit's
+    /// batch LPs, [`Auditor::defer_singles`]) with the cheapest hypercube each, cells already
+    /// suppressed free, and offers each cube as the pair's certificate; returns the cubes
+    /// applied. A cell without a cube turns the deferral off, so the next audit solves its
+    /// single LPs (and gives the repair their cuts).
+    fn repair_by_cubes(&mut self, deferred: &[usize]) -> usize {
+        let p = self.p;
+        if deferred.is_empty() {
+            return 0;
+        }
+        // The deferred bounds are decided again by the next audit: by a cube's certificate
+        // (offered below), or by their single LPs once the deferral is off.
+        self.aud.clear_failed();
+        let Some(geom) = p.geometry() else {
+            self.aud.defer_singles = None;
+            return 0;
+        };
+        let mut ks: Vec<usize> = deferred.to_vec();
+        ks.sort_unstable();
+        ks.dedup();
+        let mut n = 0;
+        let mut offers = Vec::new();
+        for chunk in ks.chunks(32) {
+            let sup = &self.aud.sup;
+            let found: Vec<(usize, Option<(f64, super::geometry::Cube)>)> = chunk
+                .par_iter()
+                .map(|&k| {
+                    let req = requirement(&p.sens[k]);
+                    let accept = |c: usize| {
+                        if p.capacity(c) < req - tolerance(req) {
+                            None
+                        } else if sup[c] {
+                            Some(0.0)
+                        } else if p.fix[c] != Fix::Free {
+                            None
+                        } else {
+                            Some(p.cost[c] + 1e-9)
+                        }
+                    };
+                    (k, geom.cheapest_cube_beam(p.sens[k].cell, &accept, CUBE_REPAIR_BUDGET, CUBE_REPAIR_BEAM))
+                })
+                .collect();
+            for (k, cube) in found {
+                let Some((_, cube)) = cube else {
+                    self.aud.defer_singles = None;
+                    continue;
+                };
+                let req = requirement(&p.sens[k]);
+                for &(c, _) in &cube {
+                    self.suppress(c as usize, req.min(p.capacity(c as usize)));
+                }
+                offers.push((k as u32, vec![cube]));
+                n += 1;
+            }
+        }
+        self.cube_repairs += n;
+        let certified = self.aud.offer(offers);
+        if certified == 0 {
+            self.aud.defer_singles = None;
+        }
+        trace(format_args!("cube repair: {n} of {} deferred sensitive cells, {certified} pairs certified", ks.len()));
+        n
+    }
+
+    /// Drop trials decided by the local searches alone when the pattern has a suppressed
+    /// component above [`Self::local_trials_component`] cells. Once set it stays: later trials
+    /// of this work (the cleanup after the repair's drops, tabu's cleanups) start from the
+    /// same component.
+    pub fn decide_trials_locally_on_giant_components(&mut self) {
+        if !self.aud.keep_held {
+            let largest = self.aud.largest_component();
+            if largest > self.local_trials_component {
+                self.aud.keep_held = true;
+                trace(format_args!("a suppressed component of {largest} cells: drop trials decided locally"));
+            }
+        }
     }
 
     /// Cleanup (step 3): drops method-chosen secondaries, most costly first (per cube using
@@ -420,14 +518,7 @@ impl<'p, 'a> Work<'p, 'a> {
             return Ok(0);
         }
         let t0 = Instant::now();
-        // Once set it stays: later cleanups of this work (tabu's) start from the same component.
-        if !self.aud.keep_held {
-            let largest = self.aud.largest_component();
-            if largest > self.local_trials_component {
-                self.aud.keep_held = true;
-                trace(format_args!("cleanup: a suppressed component of {largest} cells: trials decided locally"));
-            }
-        }
+        self.decide_trials_locally_on_giant_components();
         self.aud.group_min = CLEANUP_GROUP_MIN;
         // The trials' LPs end at the hard stop too: one component LP of a 1 M-cell census
         // pattern (91 % of its cells suppressed) ran for minutes past it. A stopped audit
@@ -1098,5 +1189,27 @@ mod tests {
             }
         }
         assert!(ended > 0, "no cleanup dropped a group");
+    }
+
+    /// Bounds the audit's batch LPs leave undecided are repaired with a hypercube each,
+    /// certified by it, instead of one single LP each: the repair ends clean (the LP-only audit
+    /// agrees) and its certificates hold.
+    #[test]
+    fn deferred_bounds_are_repaired_by_cubes() {
+        let mut cubed = 0;
+        for seed in 0..4 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = Work::new(&p, p.initial());
+            w.aud.defer_singles = Some(0);
+            w.repair_open(false, usize::MAX, &far).unwrap();
+            cubed += w.cube_repairs;
+            assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
+            let (sup, rep) = w.into_certified(false).unwrap();
+            assert!(rep.is_some_and(|r| r.is_clean()), "seed {seed}: certificates not re-verified");
+            assert!(lp_clean(&p, sup), "seed {seed}");
+        }
+        assert!(cubed > 0, "no bound was deferred to the cube repair");
     }
 }

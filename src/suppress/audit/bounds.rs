@@ -401,6 +401,12 @@ impl Auditor<'_, '_> {
                     self.certs[k][d] = Cert::Ok(id, v);
                 }
             }
+            if self.defer_singles.is_some_and(|m| lps[ci].cells.len() >= m) {
+                for (k, d) in out.left {
+                    self.certs[k][d] = Cert::Failed(0.0, None);
+                }
+                continue;
+            }
             singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
         }
         singles.sort_unstable();

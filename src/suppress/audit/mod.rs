@@ -161,6 +161,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// ([`Self::lp_columns`]) a check fails the same way, at the same point on every machine
     /// (asked between chunks of LPs, where the count does not depend on threads or speed).
     pub column_cap: Option<usize>,
+    /// Components of at least this many cells leave the targets their batch LPs do not reach
+    /// to the caller (a [`Failure`] without a cut) instead of one single LP each.
+    pub defer_singles: Option<usize>,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -222,6 +225,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             checked: None,
             stop: None,
             column_cap: None,
+            defer_singles: None,
         }
     }
 
@@ -237,7 +241,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// Turns failed certificates back into unknown ones (a suppression may have fixed them);
     /// a no-op unless the last [`Self::check`] left failures, so adding many cells between
     /// two audits costs O(1) each.
-    fn clear_failed(&mut self) {
+    pub(crate) fn clear_failed(&mut self) {
         if !self.has_failed {
             return;
         }
