@@ -77,6 +77,9 @@ SUITE = {
     # session 46): 4 dimensions, both hierarchies at two levels.
     "c4-hier": {"rows": 50_000, "seed": 17, "dims": ["geo2", "nace2", "sex", "contract"],
                 "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
+    # Its enterprise counterpart: contributors are enterprises, dominance by the p% rule.
+    "c4-ent": {"rows": 50_000, "seed": 18, "dims": ["geo2", "nace2", "sex", "contract"],
+               "contributor": "ent_id", "safety": "P(10)|FREQ(3,10)"},
     # The largest shape: 650 k persons, a 3-level geography (region / department /
     # ~2,800 communes) x activity x sex x age band, millions of cells (no tau-Argus run).
     "c4-geo3": {"rows": 650_000, "seed": 16, "dims": ["geo3", "nace2", "sex", "age_band"],
