@@ -45,7 +45,7 @@ const ASSIGN_PASSES: usize = 8;
 /// Cost of using cell `c` in a cube that protects a cell with movement requirement `req` on
 /// pattern `sup`: `None` when it cannot carry the movement or must stay published, 0 when it is
 /// already suppressed, else its cost (plus a tiny amount, so fewer new cells win ties).
-fn cube_cell_cost(p: &Problem, sup: &[bool], req: f64, c: usize) -> Option<f64> {
+pub(crate) fn cube_cell_cost(p: &Problem, sup: &[bool], req: f64, c: usize) -> Option<f64> {
     if p.capacity(c) < req - tolerance(req) {
         None
     } else if sup[c] {

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use super::attacker::{tolerance, Cut};
 use super::audit::{Auditor, Failure};
 use super::budget::Deadline;
+use super::construct::cube_cell_cost;
 use super::problem::{requirement, Fix, Problem};
 use super::trace::trace;
 use super::{singleton, SuppressError};
@@ -134,9 +135,16 @@ pub fn group_trials(time_limit_s: f64) -> usize {
     (time_limit_s / GROUP_SECONDS_PER_TRIAL).floor() as usize
 }
 
-/// Cell look-ups and one-dimensional extensions per dimension of a repair cube search.
+/// Cell look-ups of a repair cube search ([`Work::repair_by_cubes`]).
 const CUBE_REPAIR_BUDGET: usize = 20_000;
+
+/// One-dimensional extensions kept per dimension by a repair cube search: wider than the
+/// construction's, as only the few deferred cells are searched.
 const CUBE_REPAIR_BEAM: usize = 6;
+
+/// Deferred cells whose cubes are searched at once (in parallel) before their cells are added:
+/// each chunk's cubes see the cells the earlier chunks added as free.
+const CUBE_REPAIR_CHUNK: usize = 32;
 
 /// Cuts longer than this are not pooled (checking them would cost more than it saves).
 const POOL_CUT_MAX: usize = 4096;
@@ -439,23 +447,13 @@ impl<'p, 'a> Work<'p, 'a> {
         ks.dedup();
         let mut n = 0;
         let mut offers = Vec::new();
-        for chunk in ks.chunks(32) {
+        for chunk in ks.chunks(CUBE_REPAIR_CHUNK) {
             let sup = &self.aud.sup;
             let found: Vec<(usize, Option<(f64, super::geometry::Cube)>)> = chunk
                 .par_iter()
                 .map(|&k| {
                     let req = requirement(&p.sens[k]);
-                    let accept = |c: usize| {
-                        if p.capacity(c) < req - tolerance(req) {
-                            None
-                        } else if sup[c] {
-                            Some(0.0)
-                        } else if p.fix[c] != Fix::Free {
-                            None
-                        } else {
-                            Some(p.cost[c] + 1e-9)
-                        }
-                    };
+                    let accept = |c: usize| cube_cell_cost(p, sup, req, c);
                     (k, geom.cheapest_cube_beam(p.sens[k].cell, &accept, CUBE_REPAIR_BUDGET, CUBE_REPAIR_BEAM))
                 })
                 .collect();
