@@ -324,9 +324,10 @@ pub(crate) struct Cleanup {
 /// Why: on the 4-dimensional c4-hier (29,101 cells; the merge's largest component ~21 k cells)
 /// 3,180 such LPs had not finished after 22 minutes, on the 5-dimensional c5-persons (93 k
 /// cells) ~1,900 after 16 (BENCHMARKS.md, sessions 45 and 47), where the batch rounds take ~2
-/// minutes; with the cubes c4-hier's completion is published within the 600-s limit at 14.5 %
-/// of the value, against `fast`'s 25.0 % (session 48). Below it single LPs are cheap and give
-/// the repair exact cuts (cheaper than cubes): c3-enterprises' components (~9,000 cells) keep them.
+/// minutes; with the cubes c4-hier's completion is published at 13.6 % of the value (its search
+/// stopped by the 600-s limit), where `modular` failed and `fast` publishes 25.0 % (session 48).
+/// Below it single LPs are cheap and give the repair exact cuts (cheaper than cubes); a table
+/// below 15,000 cells has no such component (c3-enterprises' are ~9,000 cells).
 const DEFER_SINGLES_MIN_CELLS: usize = 15_000;
 
 /// [`repaired`] starts from the closure when more than one sensitive cell in this many fails.
