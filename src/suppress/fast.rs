@@ -62,7 +62,7 @@ pub(crate) fn run_with_columns(
 }
 
 /// [`run`], plus the final audit re-verified from the repair's certificates when possible
-/// ([`Auditor::recheck`](super::audit::Auditor::recheck)).
+/// ([`Auditor::recheck_or_reaudit`](super::audit::Auditor::recheck_or_reaudit)).
 pub(crate) fn run_certified(
     p: &Problem,
     opts: &ProtectOptions,

@@ -655,12 +655,14 @@ mod tests {
             let mut aud = Auditor::new(&p, sup.clone());
             aud.lp_only = lp_only;
             assert!(aud.check().unwrap().is_empty());
-            let r = aud.recheck(true).unwrap();
+            let r = aud.recheck_or_reaudit(true).unwrap().unwrap();
             let fresh = audit(&t, &st, true, &AuditOptions::default()).unwrap();
             assert_eq!((r.is_clean(), r.lps_solved), (true, 0));
             assert_eq!(r.under_protected, fresh.under_protected);
             aud.sup[t.find(&[2, 2]).unwrap()] = false;
-            assert!(aud.recheck(true).is_none(), "lp_only {lp_only}");
+            assert!(!aud.unverified().unwrap().is_empty(), "lp_only {lp_only}");
+            // Audited again, the changed pattern falls short: no report.
+            assert!(aud.recheck_or_reaudit(true).unwrap().is_none(), "lp_only {lp_only}");
         }
     }
 
@@ -681,7 +683,7 @@ mod tests {
         assert_eq!(aud.offer(vec![(0, vec![cube.clone()])]), 2);
         assert!(aud.check().unwrap().is_empty());
         assert_eq!((aud.lps, aud.witnessed()), (0, 2));
-        assert!(aud.recheck(true).is_some());
+        assert_eq!(aud.unverified(), Some(Vec::new()));
         let mut flipped = cube.clone();
         flipped[1].1 = 1;
         let mut published = sup.clone();
@@ -717,6 +719,40 @@ mod tests {
         w.sup().to_vec()
     }
 
+    /// A witness that does not re-verify exactly (an LP witness whose relations balance only
+    /// to the solver's tolerance; here one value nudged by 1e-4) is forgotten at the final
+    /// audit and the bounds it certified are audited again — not the whole pattern: the report
+    /// is clean, agrees with an audit from scratch, and costs fewer LPs than that audit.
+    #[test]
+    fn unverified_witnesses_are_audited_again() {
+        for seed in 0..3 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let sup = constructed(&p);
+            let mut aud = Auditor::new(&p, sup.clone());
+            aud.lp_only = true;
+            assert!(aud.check().unwrap().is_empty());
+            let Cert::Ok(victim, _) = aud.certs[0][0] else { panic!("seed {seed}: no certificate") };
+            let mut tampered = store::Witnesses::default();
+            for w in 0..aud.witnesses.len() as u32 {
+                let mut z = aud.witnesses.to_vec(w);
+                if w == victim {
+                    z[0].1 *= 1.0 + 1e-4;
+                }
+                tampered.push(&z);
+            }
+            aud.witnesses = tampered;
+            let bad = aud.unverified().unwrap();
+            assert!(bad.contains(&(0, 0)), "seed {seed}");
+            let rep = aud.recheck_or_reaudit(false).unwrap().expect("the pattern is protected");
+            let fresh = audit_problem(&p, &sup, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
+            assert!(rep.is_clean() && fresh.is_clean(), "seed {seed}");
+            assert!(rep.lps_solved > 0 && rep.lps_solved < fresh.lps_solved, "seed {seed}: {} LPs", rep.lps_solved);
+            assert!(!matches!(aud.certs[0][0], Cert::Ok(w, _) if w == victim), "seed {seed}: the witness is kept");
+            assert_eq!(aud.unverified(), Some(Vec::new()), "seed {seed}");
+        }
+    }
+
     /// `localize` keeping held certificates (large tables): every pair stays certified by a
     /// certificate that re-verifies exactly, with fewer LPs than the component-LP version, and
     /// drop trials afterwards get the same verdicts from both. LPs only (no reuse or
@@ -738,7 +774,11 @@ mod tests {
                 let lps = aud.lps;
                 assert!(aud.localize().unwrap().is_empty(), "seed {seed} keep {keep}");
                 assert!(aud.certs.iter().flatten().all(|c| matches!(c, Cert::Ok(..))));
-                assert!(aud.recheck(false).is_some(), "seed {seed} keep {keep}: a certificate does not re-verify");
+                assert_eq!(
+                    aud.unverified(),
+                    Some(Vec::new()),
+                    "seed {seed} keep {keep}: a certificate does not re-verify"
+                );
                 let spent = aud.lps - lps;
                 // Then every secondary's drop: same verdicts either way.
                 let verdicts: Vec<bool> = (0..p.n())
@@ -815,7 +855,7 @@ mod tests {
         assert_eq!(aud.offer(vec![(0, vec![cube.clone()])]), 2);
         assert_eq!((aud.witnesses.len(), aud.symmetric[0]), (1, true));
         assert!(matches!(aud.certs[0], [Cert::Ok(0, _), Cert::Ok(0, _)]));
-        assert!(aud.recheck(true).is_some());
+        assert_eq!(aud.unverified(), Some(Vec::new()));
         // Both directions lost with the shared witness, both back with it.
         let lost = aud.remove(c(2, 2) as usize);
         assert_eq!(lost.len(), 2);
@@ -830,7 +870,7 @@ mod tests {
         aud2.symmetric = aud.symmetric.clone();
         aud2.combinatorial = aud.combinatorial.clone();
         aud2.certs = aud.certs.clone();
-        assert!(aud2.recheck(true).is_none());
+        assert!(!aud2.unverified().unwrap().is_empty());
         // Unequal levels: two one-directional witnesses.
         let mut t2 = t.clone();
         t2.set_protection(c(1, 1) as usize, 1.5, 1.0, 0.0);
@@ -839,7 +879,7 @@ mod tests {
         assert_eq!(aud.offer(vec![(0, vec![cube])]), 2);
         assert_eq!(aud.witnesses.len(), 2);
         assert!(!aud.symmetric.iter().any(|&s| s));
-        assert!(aud.recheck(true).is_some());
+        assert_eq!(aud.unverified(), Some(Vec::new()));
     }
 
     /// Incremental auditor: dropping a cell only re-solves targets whose witness used it, and
