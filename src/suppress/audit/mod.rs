@@ -164,6 +164,8 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Components of at least this many cells leave the targets their batch LPs do not reach
     /// to the caller (a [`Failure`] without a cut) instead of one single LP each.
     pub defer_singles: Option<usize>,
+    /// [`LOCALIZE_SKIP_COMPONENT`] (tests lower it).
+    pub(crate) localize_skip_component: usize,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -181,6 +183,18 @@ const LOCAL_FIRST_CELLS: usize = 100_000;
 /// local searches cannot replace (the size above which `fast` starts from the hypercube cover;
 /// smaller tables keep the component LPs, and their patterns are unchanged).
 const KEEP_HELD_CELLS: usize = super::construct::ASSIGN_MAX_CELLS;
+
+/// Suppressed components of at least this many cells (below those whose drop trials are decided
+/// locally) make [`Auditor::localize`] keep every certificate held. Why: the ball LPs of the
+/// re-certification decide few of the bounds there, at the cost of more than an audit, and the
+/// trials that follow lose the new witnesses as readily as the held ones: on HiTaS's repaired
+/// merge of c4-hier (one ~21 k-cell component) the witness search left ~3,600 bounds, the
+/// 3-hop balls decided none of them, the 6-hop balls 1,098 in 106 s, and the cleanup then
+/// tried 4 cells in the 45 s left, where the repair's drop trials before it, audited over the
+/// component, took ~1.3 s each (BENCHMARKS.md, session 49). The same size as HiTaS's deferral
+/// ([`super::exact`]'s `DEFER_SINGLES_MIN_CELLS`): a table below it has no such component, so
+/// the smaller suite tables keep their patterns.
+const LOCALIZE_SKIP_COMPONENT: usize = 15_000;
 
 /// The error of a check ended by [`Auditor::stop`] or [`Auditor::column_cap`].
 fn stopped() -> SuppressError {
@@ -226,6 +240,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             stop: None,
             column_cap: None,
             defer_singles: None,
+            localize_skip_component: LOCALIZE_SKIP_COMPONENT,
         }
     }
 
@@ -323,8 +338,13 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// With [`Self::keep_held`] (above [`KEEP_HELD_CELLS`] cells), a target without a local
     /// certificate keeps the one it had instead of a component LP: still valid (same pattern),
     /// and those LPs ran over millions of cells — on a 3.6 M-cell census table 134 of them took 379 s and 7 GB and
-    /// left no time for a single drop trial (BENCHMARKS "Session 30").
+    /// left no time for a single drop trial (BENCHMARKS "Session 30"). Without it, on a
+    /// suppressed component of [`LOCALIZE_SKIP_COMPONENT`] cells or more, every certificate
+    /// held is kept as it is, and the trials' audits stay without local LPs.
     pub fn localize(&mut self) -> Result<Vec<Failure>, SuppressError> {
+        if !self.keep_held && self.largest_component() >= self.localize_skip_component {
+            return Ok(self.failures());
+        }
         self.local_first = true;
         let unknown = vec![[Cert::Unknown, Cert::Unknown]; self.certs.len()];
         let held = std::mem::replace(&mut self.certs, unknown);
@@ -750,6 +770,45 @@ mod tests {
             assert!(rep.lps_solved > 0 && rep.lps_solved < fresh.lps_solved, "seed {seed}: {} LPs", rep.lps_solved);
             assert!(!matches!(aud.certs[0][0], Cert::Ok(w, _) if w == victim), "seed {seed}: the witness is kept");
             assert_eq!(aud.unverified(), Some(Vec::new()), "seed {seed}");
+        }
+    }
+
+    /// On a suppressed component of at least `localize_skip_component` cells, `localize` keeps
+    /// every certificate held, solves no LP, and the drop trials that follow get the same
+    /// verdicts as after a full re-certification.
+    #[test]
+    fn localize_keeps_every_certificate_on_large_components() {
+        for seed in 0..3 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let sup = constructed(&p);
+            let mut runs = Vec::new();
+            for skip in [false, true] {
+                let mut aud = Auditor::new(&p, sup.clone());
+                assert!(aud.check().unwrap().is_empty());
+                if skip {
+                    aud.localize_skip_component = 0;
+                }
+                let (lps, held) = (aud.lps, format!("{:?}", aud.certs));
+                assert!(aud.localize().unwrap().is_empty(), "seed {seed} skip {skip}");
+                if skip {
+                    assert_eq!((aud.lps, format!("{:?}", aud.certs)), (lps, held), "seed {seed}");
+                    assert!(!aud.local_first, "seed {seed}: the trials' audits stay without ball LPs");
+                }
+                let verdicts: Vec<bool> = (0..p.n())
+                    .filter(|&i| sup[i] && p.fix[i] == crate::suppress::problem::Fix::Free)
+                    .take(20)
+                    .map(|i| {
+                        let lost = aud.remove(i);
+                        let clean = aud.check().unwrap().is_empty();
+                        aud.restore(i, lost);
+                        clean
+                    })
+                    .collect();
+                runs.push(verdicts);
+            }
+            assert_eq!(runs[0], runs[1], "seed {seed}");
+            assert!(runs[0].iter().any(|&v| v) && runs[0].iter().any(|&v| !v), "seed {seed}: both verdicts seen");
         }
     }
 
