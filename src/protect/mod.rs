@@ -30,20 +30,38 @@ pub use apriori::{
 /// node budget bounds the rest.
 pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
 
-/// `auto` uses `modular` up to this many cells and `fast` above. Measured: `modular` halved
-/// `fast`'s secondary cost on 2,552 and 7,653 cells (3.5e9 vs 6.6e9, 7.9e9 vs 16.1e9) but took
-/// 3.4-6.6× its time (6.7 s vs 1.0 s, 246 s vs 72 s), growing faster than linearly. Since
-/// `modular` is HiTaS with exact subtables (BENCHMARKS.md "Session 6"): on the 11,264-cell
-/// census-shaped c3-persons table, within the default 600 s limit, 3.23 % of the value against
-/// `fast`'s 4.06 % (tau-Argus OPT 3.35 %), so the limit moved from 10 k to 20 k cells; larger
-/// tables are not measured yet and keep `fast`.
+/// `auto` uses `modular` up to this many cells (and above, see
+/// [`AUTO_MODULAR_LARGE_MAX_CELLS`]). Measured: `modular` halved `fast`'s secondary cost on
+/// 2,552 and 7,653 cells (3.5e9 vs 6.6e9, 7.9e9 vs 16.1e9) but took 3.4-6.6× its time (6.7 s vs
+/// 1.0 s, 246 s vs 72 s), growing faster than linearly. Since `modular` is HiTaS with exact
+/// subtables (BENCHMARKS.md "Session 6"): on the 11,264-cell census-shaped c3-persons table,
+/// within the default 600 s limit, 3.23 % of the value against `fast`'s 4.06 % (tau-Argus OPT
+/// 3.35 %), so the limit moved from 10 k to 20 k cells.
 pub const AUTO_MODULAR_MAX_CELLS: usize = 20_000;
 
-/// The method `auto` picks for a table of `cells` cells (see the thresholds' reasoning above).
-pub fn auto_method(cells: usize) -> Method {
+/// `auto` also uses `modular` up to this many cells when at most
+/// [`AUTO_MODULAR_MAX_PRIMARIES`] of them are primary; `fast` above. Why the primaries: HiTaS's
+/// work grows with them — each is a target of the exact subtables and of the whole-table audit
+/// of their merge, whose batch LPs span one component of most suppressed cells. Measured at
+/// the 600-s default on the 4-dimensional suite tables (BENCHMARKS.md, sessions 48–49):
+/// c4-hier (29,101 cells, 11,285 primary) publishes 13.6 % of the value with `modular`
+/// (first audit of the merge 71 s) against 25.0 % with `fast`; c4-large (46,853 cells, 18,379
+/// primary) and c4-ent (44,375 cells, 28,718 primary) publish nothing with `modular` — the
+/// merge's first audit, or the levels, pass the limit — while `fast` publishes. One table
+/// inside, two outside: the bounds stay close to the one measured success.
+pub const AUTO_MODULAR_LARGE_MAX_CELLS: usize = 30_000;
+
+/// See [`AUTO_MODULAR_LARGE_MAX_CELLS`].
+pub const AUTO_MODULAR_MAX_PRIMARIES: usize = 12_000;
+
+/// The method `auto` picks for a table of `cells` cells of which `primaries` are primary (see
+/// the thresholds' reasoning above).
+pub fn auto_method(cells: usize, primaries: usize) -> Method {
     if cells <= AUTO_OPTIMAL_MAX_CELLS {
         Method::Optimal
-    } else if cells <= AUTO_MODULAR_MAX_CELLS {
+    } else if cells <= AUTO_MODULAR_MAX_CELLS
+        || cells <= AUTO_MODULAR_LARGE_MAX_CELLS && primaries <= AUTO_MODULAR_MAX_PRIMARIES
+    {
         Method::Modular
     } else {
         Method::Fast
@@ -128,6 +146,11 @@ pub fn dimensions(cells: &crate::tabulate::Cells) -> Vec<Dimension> {
         .collect()
 }
 
+/// Primary cells of a table model (what `auto` weighs beside its size).
+fn primaries(t: &Table) -> usize {
+    t.cells().iter().filter(|c| c.status == CellStatus::Primary).count()
+}
+
 /// The solver's table model for an assessed table.
 pub fn to_table(a: &AssessedTable) -> Result<Table> {
     let dims = dimensions(&a.cells);
@@ -146,10 +169,10 @@ pub fn to_table(a: &AssessedTable) -> Result<Table> {
 }
 
 /// Solver options of table job `t` (its secondary method and settings) on a problem of `cells`
-/// cells (`auto` resolved).
-fn solver_options(t: &TableJob, cells: usize) -> Result<ProtectOptions> {
+/// cells, `primaries` of them primary (`auto` resolved).
+fn solver_options(t: &TableJob, cells: usize, primaries: usize) -> Result<ProtectOptions> {
     let method = match t.secondary {
-        SecondaryMethod::Auto => auto_method(cells),
+        SecondaryMethod::Auto => auto_method(cells, primaries),
         SecondaryMethod::Solver(m) => m,
         SecondaryMethod::PrimariesOnly => {
             return Err(Error::Internal("secondary method `none` reached the solver".into()))
@@ -252,7 +275,7 @@ pub fn protect_with(
 ) -> Result<Protection> {
     let table_name = t.name.as_str();
     let table = to_table_with(a, apriori)?;
-    let opts = solver_options(t, table.cells().len())?;
+    let opts = solver_options(t, table.cells().len(), primaries(&table))?;
     let p = suppress::protect_with(&table, &opts, solver).map_err(|e| protection_error(table_name, e, Some(&table)))?;
     check_clean(table_name, &p)?;
     a.status.clone_from(&p.statuses);
@@ -292,7 +315,7 @@ pub fn protect_linked(
     check_linked_conflicts(tables)?;
     let models: Vec<Table> = tables.iter().map(|(_, a, f)| to_table_with(a, *f)).collect::<Result<_>>()?;
     let cells = models.iter().map(|t| t.cells().len()).sum();
-    let opts = solver_options(settings, cells)?;
+    let opts = solver_options(settings, cells, models.iter().map(primaries).sum())?;
     let ps = suppress::protect_linked_with(&models, &opts, solver)
         .map_err(|e| linked_protection_error(&group, e, &names, &models))?;
     for p in &ps {
@@ -309,6 +332,21 @@ mod tests {
     use super::*;
 
     /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.
+    /// `auto` by the suite's shapes: the exact model on small tables, HiTaS up to 20,000 cells
+    /// and up to 30,000 when at most 12,000 are primary (c4-hier), `fast` on c4-large, c4-ent
+    /// and c5-persons.
+    #[test]
+    fn auto_weighs_size_and_primaries() {
+        assert_eq!(auto_method(600, 300), Method::Optimal);
+        assert_eq!(auto_method(11_317, 6_903), Method::Modular); // c3-enterprises
+        assert_eq!(auto_method(29_101, 11_285), Method::Modular); // c4-hier
+        assert_eq!(auto_method(46_853, 18_379), Method::Fast); // c4-large
+        assert_eq!(auto_method(44_375, 28_718), Method::Fast); // c4-ent
+        assert_eq!(auto_method(25_000, 15_000), Method::Fast);
+        assert_eq!(auto_method(101_827, 44_565), Method::Fast); // c5-persons
+        assert_eq!(auto_method(30_001, 100), Method::Fast);
+    }
+
     #[test]
     fn protection_errors_name_cells_by_codes() {
         let d = vec![Dimension::flat("geo", &["11", "12"]), Dimension::flat("sex", &["1", "2"])];
