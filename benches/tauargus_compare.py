@@ -80,6 +80,10 @@ SUITE = {
     # Its enterprise counterpart: contributors are enterprises, dominance by the p% rule.
     "c4-ent": {"rows": 50_000, "seed": 18, "dims": ["geo2", "nace2", "sex", "contract"],
                "contributor": "ent_id", "safety": "P(10)|FREQ(3,10)"},
+    # A third table between 20 k and 50 k cells: c4-hier's shape on 80 k persons,
+    # so more cells but a smaller share of them primary (BENCHMARKS.md session 49).
+    "c4-large": {"rows": 80_000, "seed": 19, "dims": ["geo2", "nace2", "sex", "contract"],
+                 "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
     # The largest shape: 650 k persons, a 3-level geography (region / department /
     # ~2,800 communes) x activity x sex x age band, millions of cells (no tau-Argus run).
     "c4-geo3": {"rows": 650_000, "seed": 16, "dims": ["geo3", "nace2", "sex", "age_band"],

@@ -44,7 +44,7 @@ pub const AUTO_MODULAR_MAX_CELLS: usize = 20_000;
 /// work grows with them — each is a target of the exact subtables and of the whole-table audit
 /// of their merge, whose batch LPs span one component of most suppressed cells. Measured at
 /// the 600-s default on the 4-dimensional suite tables (BENCHMARKS.md, sessions 48–49):
-/// c4-hier (29,101 cells, 11,285 primary) publishes 13.6 % of the value with `modular`
+/// c4-hier (29,101 cells, 11,285 primary) publishes 11.5 % of the value with `modular`
 /// (first audit of the merge 71 s) against 25.0 % with `fast`; c4-large (46,853 cells, 18,379
 /// primary) and c4-ent (44,375 cells, 28,718 primary) publish nothing with `modular` — the
 /// merge's first audit, or the levels, pass the limit — while `fast` publishes. One table
