@@ -773,6 +773,20 @@ mod tests {
         }
     }
 
+    /// The audit's verdict on dropping each of the first 20 free cells of `sup`, one at a time.
+    fn drop_verdicts(aud: &mut Auditor, sup: &[bool]) -> Vec<bool> {
+        (0..aud.p.n())
+            .filter(|&i| sup[i] && aud.p.fix[i] == crate::suppress::problem::Fix::Free)
+            .take(20)
+            .map(|i| {
+                let lost = aud.remove(i);
+                let clean = aud.check().unwrap().is_empty();
+                aud.restore(i, lost);
+                clean
+            })
+            .collect()
+    }
+
     /// On a suppressed component of at least `localize_skip_component` cells, `localize` keeps
     /// every certificate held, solves no LP, and the drop trials that follow get the same
     /// verdicts as after a full re-certification.
@@ -795,16 +809,7 @@ mod tests {
                     assert_eq!((aud.lps, format!("{:?}", aud.certs)), (lps, held), "seed {seed}");
                     assert!(!aud.local_first, "seed {seed}: the trials' audits stay without ball LPs");
                 }
-                let verdicts: Vec<bool> = (0..p.n())
-                    .filter(|&i| sup[i] && p.fix[i] == crate::suppress::problem::Fix::Free)
-                    .take(20)
-                    .map(|i| {
-                        let lost = aud.remove(i);
-                        let clean = aud.check().unwrap().is_empty();
-                        aud.restore(i, lost);
-                        clean
-                    })
-                    .collect();
+                let verdicts = drop_verdicts(&mut aud, &sup);
                 runs.push(verdicts);
             }
             assert_eq!(runs[0], runs[1], "seed {seed}");
@@ -840,16 +845,7 @@ mod tests {
                 );
                 let spent = aud.lps - lps;
                 // Then every secondary's drop: same verdicts either way.
-                let verdicts: Vec<bool> = (0..p.n())
-                    .filter(|&i| sup[i] && p.fix[i] == crate::suppress::problem::Fix::Free)
-                    .take(20)
-                    .map(|i| {
-                        let lost = aud.remove(i);
-                        let clean = aud.check().unwrap().is_empty();
-                        aud.restore(i, lost);
-                        clean
-                    })
-                    .collect();
+                let verdicts = drop_verdicts(&mut aud, &sup);
                 runs.push((spent, verdicts));
             }
             assert!(runs[1].0 == 0 && runs[0].0 > 0, "seed {seed}: LPs of localize {runs:?}");
