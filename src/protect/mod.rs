@@ -331,7 +331,6 @@ pub fn protect_linked(
 mod tests {
     use super::*;
 
-    /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.
     /// `auto` by the suite's shapes: the exact model on small tables, HiTaS up to 20,000 cells
     /// and up to 30,000 when at most 12,000 are primary (c4-hier), `fast` on c4-large, c4-ent
     /// and c5-persons.
@@ -347,6 +346,7 @@ mod tests {
         assert_eq!(auto_method(30_001, 100), Method::Fast);
     }
 
+    /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.
     #[test]
     fn protection_errors_name_cells_by_codes() {
         let d = vec![Dimension::flat("geo", &["11", "12"]), Dimension::flat("sex", &["1", "2"])];

@@ -400,7 +400,8 @@ impl Auditor<'_, '_> {
             let mut outs = outs.into_iter();
             (0..lps.len())
                 .map(|_| {
-                    let (mut a, b) = (outs.next().expect("two runs a component"), outs.next().expect("two runs"));
+                    let (mut a, b) =
+                        (outs.next().expect("two runs per component"), outs.next().expect("two runs per component"));
                     a.witnesses.extend(b.witnesses);
                     a.left.extend(b.left);
                     a.lps += b.lps;
