@@ -146,6 +146,12 @@ impl Deadline {
         self.stop()
     }
 
+    /// The stated limit in seconds (the job's, also for a step that starts with less left):
+    /// the work budgets derived from the limit use it, so they do not depend on the machine.
+    pub fn limit_s(&self) -> f64 {
+        self.limit_s
+    }
+
     /// Seconds left before the hard stop, less the reserve (0 when past; never records a hit).
     pub fn left_s(&self) -> f64 {
         self.stop().saturating_duration_since(Instant::now()).as_secs_f64()

@@ -83,6 +83,16 @@ pub(crate) struct Work<'p, 'a> {
     /// Sensitive cells repaired with a hypercube for bounds the audit deferred
     /// ([`Self::repair_by_cubes`]).
     pub cube_repairs: usize,
+    /// The cleanup refuses the trials that lose more than [`TRIAL_LOST_MAX`] certificates also
+    /// without [`Auditor::keep_held`]: set by [`Self::cleanup`] on a suppressed component of
+    /// [`Auditor::localize_skip_component`] cells or more. Why: its trials are audited over the
+    /// component, and the first audit's batch witnesses there are held by thousands of bounds
+    /// each. On HiTaS's repaired merge of c4-hier the cleanup's first audited trial lost
+    /// 19,586 certificates and its component LPs ran until the limit, 31–184 s later; with
+    /// the refusal the 250 trials take 21 s (BENCHMARKS, "Session 51").
+    refuse_many_lost: bool,
+    /// [`TRIAL_LOST_MAX`] (tests lower it).
+    trial_lost_max: usize,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -182,6 +192,8 @@ impl<'p, 'a> Work<'p, 'a> {
             local_trials_component: LOCAL_TRIALS_COMPONENT,
             group_trials: 0,
             cube_repairs: 0,
+            refuse_many_lost: false,
+            trial_lost_max: TRIAL_LOST_MAX,
         }
     }
 
@@ -522,6 +534,7 @@ impl<'p, 'a> Work<'p, 'a> {
         }
         let t0 = Instant::now();
         self.decide_trials_locally_on_giant_components();
+        self.refuse_many_lost = self.aud.keep_held || self.aud.largest_component() >= self.aud.localize_skip_component;
         self.aud.group_min = CLEANUP_GROUP_MIN;
         // The trials' LPs end at the hard stop too: one component LP of a 1 M-cell census
         // pattern (91 % of its cells suppressed) ran for minutes past it. A stopped audit
@@ -656,7 +669,7 @@ impl<'p, 'a> Work<'p, 'a> {
     pub fn try_drop(&mut self, s: usize, singleton_rule: bool) -> Result<bool, SuppressError> {
         let id0 = self.aud.witness_count();
         let lost = self.aud.remove(s);
-        let many_lost = self.aud.keep_held && lost.len() > TRIAL_LOST_MAX;
+        let many_lost = (self.aud.keep_held || self.refuse_many_lost) && lost.len() > self.trial_lost_max;
         let ok = if (singleton_rule && !singleton::violations_near(self.p, &self.aud.sup, s).is_empty())
             || many_lost
             || self.refuted(s)
@@ -1078,6 +1091,33 @@ mod tests {
                 assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
             }
             assert!(largest > 1, "seed {seed}: no component to speak of");
+        }
+    }
+
+    /// A cleanup over a suppressed component of at least [`Auditor::localize_skip_component`]
+    /// cells refuses without an audit the trials that lose more than `trial_lost_max`
+    /// certificates (here: any); over a smaller component the same trials are audited. Both
+    /// patterns pass the LP audit.
+    #[test]
+    fn cleanups_over_a_large_component_refuse_trials_that_lose_many_certificates() {
+        for seed in 0..3 {
+            for large in [false, true] {
+                let t = synthetic(seed);
+                let p = Problem::from_table(&t, None);
+                let far = Deadline::after(600.0);
+                let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+                let largest = w.aud.largest_component();
+                w.aud.localize_skip_component = if large { largest } else { largest + 1 };
+                w.trial_lost_max = 0;
+                let audited = w.accepted + w.refused_by_audit;
+                w.cleanup(false, 200, &far).unwrap();
+                let many = w.refused_many_lost;
+                assert_eq!(many > 0, large, "seed {seed}: {many} trials refused for their lost certificates");
+                if !large {
+                    assert!(w.accepted + w.refused_by_audit > audited, "seed {seed}: no trial audited");
+                }
+                assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
+            }
         }
     }
 

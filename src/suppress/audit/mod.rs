@@ -41,6 +41,7 @@ mod report;
 mod sparse;
 mod store;
 
+pub(crate) use bounds::SmallBatches;
 pub(crate) use certificates::{CubeCandidate, MoveCandidate};
 pub(crate) use report::audit_problem;
 pub use report::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
@@ -164,6 +165,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Components of at least this many cells leave the targets their batch LPs do not reach
     /// to the caller (a [`Failure`] without a cut) instead of one single LP each.
     pub defer_singles: Option<usize>,
+    /// Before deferring them, the bounds such a component's batch rounds leave are tried again
+    /// in small batches within this budget ([`SmallBatches`]); `None` defers them at once.
+    pub retry_deferred: Option<SmallBatches>,
     /// [`LOCALIZE_SKIP_COMPONENT`] (tests lower it).
     pub(crate) localize_skip_component: usize,
 }
@@ -240,6 +244,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             stop: None,
             column_cap: None,
             defer_singles: None,
+            retry_deferred: None,
             localize_skip_component: LOCALIZE_SKIP_COMPONENT,
         }
     }
@@ -771,6 +776,70 @@ mod tests {
             assert!(!matches!(aud.certs[0][0], Cert::Ok(w, _) if w == victim), "seed {seed}: the witness is kept");
             assert_eq!(aud.unverified(), Some(Vec::new()), "seed {seed}");
         }
+    }
+
+    /// Per (sensitive cell, direction) of pattern `sup`: whether the LP-only audit (one exact
+    /// attacker LP per bound, no batches, no witnesses) finds it protected.
+    fn protected_bounds(p: &Problem, sup: &[bool]) -> Vec<[bool; 2]> {
+        let mut aud = Auditor::new(p, sup.to_vec());
+        aud.lp_only = true;
+        aud.check().unwrap();
+        aud.certs.iter().map(|c| [0, 1].map(|d| matches!(c[d], Cert::Ok(..)))).collect()
+    }
+
+    /// The bounds a deferring audit's batch rounds leave (HiTaS's merge on a large component)
+    /// are tried again in small batches: every bound they certify is protected (the LP-only
+    /// audit agrees), they certify all that the plain deferral does and more, the same on one
+    /// thread and on two; an exhausted budget or a passed stop leaves the deferral as it was.
+    #[test]
+    fn small_batches_certify_only_protected_bounds() {
+        use crate::suppress::problem::Fix;
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        let mut retried = 0;
+        for seed in 0..4 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            // Some bounds protected, some not: the constructed pattern less every third secondary.
+            let mut sup = constructed(&p);
+            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| sup[i] && p.fix[i] == Fix::Free).collect();
+            for &i in secondaries.iter().step_by(3) {
+                sup[i] = false;
+            }
+            let truth = protected_bounds(&p, &sup);
+            let certified = |retry: Option<SmallBatches>, threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| {
+                    let mut aud = Auditor::new(&p, sup.clone());
+                    aud.defer_singles = Some(0);
+                    aud.retry_deferred = retry;
+                    aud.check().unwrap();
+                    let ok: Vec<[bool; 2]> =
+                        aud.certs.iter().map(|c| [0, 1].map(|d| matches!(c[d], Cert::Ok(..)))).collect();
+                    (ok, aud.retry_deferred.map(|b| b.stopped))
+                })
+            };
+            let budget = SmallBatches { columns: usize::MAX, until: later, stopped: false };
+            let (plain, _) = certified(None, 1);
+            let (small, stopped) = certified(Some(budget), 1);
+            assert_eq!((small.clone(), stopped), certified(Some(budget), 2), "seed {seed}");
+            assert_eq!(stopped, Some(false), "seed {seed}");
+            for (k, (s, q)) in small.iter().zip(&plain).enumerate() {
+                for d in 0..2 {
+                    assert!(!s[d] || truth[k][d], "seed {seed}: bound ({k}, {d}) certified but not protected");
+                    assert!(!q[d] || s[d], "seed {seed}: bound ({k}, {d}) lost by the small batches");
+                    retried += usize::from(s[d] && !q[d]);
+                }
+            }
+            let spent = SmallBatches { columns: 0, ..budget };
+            assert_eq!(certified(Some(spent), 1), (plain.clone(), Some(false)), "seed {seed}");
+            let past = SmallBatches { until: std::time::Instant::now(), ..budget };
+            let (late, stopped) = certified(Some(past), 1);
+            assert_eq!(late, plain, "seed {seed}");
+            if small != plain {
+                assert_eq!(stopped, Some(true), "seed {seed}: the stop is reported");
+            }
+        }
+        assert!(retried > 0, "the small batches certified nothing the batch rounds left");
     }
 
     /// The audit's verdict on dropping each of the first 20 free cells of `sup`, one at a time.
