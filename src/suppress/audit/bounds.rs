@@ -601,7 +601,7 @@ pub(crate) struct SmallBatches {
 impl Auditor<'_, '_> {
     /// The bounds `left` of component LP `lp` (one its batch rounds did not reach) that small
     /// batches do not certify either, within [`Self::retry_deferred`] (all of them without it).
-    fn retry_in_small_batches(
+    pub(super) fn retry_in_small_batches(
         &mut self,
         lp: &CompLp,
         left: Vec<(usize, usize)>,
