@@ -197,11 +197,7 @@ impl Auditor<'_, '_> {
                 if done.is_empty() {
                     continue;
                 }
-                let id = self.record(w);
-                for (k, d, v) in done {
-                    self.users[id as usize].push((k as u32, d as u8));
-                    self.certs[k][d] = Cert::Ok(id, v);
-                }
+                self.record_shared((w, done));
             }
         }
         Ok(())
@@ -418,12 +414,8 @@ impl Auditor<'_, '_> {
         };
         for (ci, out) in batch.into_iter().enumerate() {
             self.solved(out.lps, out.lps * lps[ci].cells.len());
-            for (w, users) in out.witnesses {
-                let id = self.record(w);
-                for (k, d, v) in users {
-                    self.users[id as usize].push((k as u32, d as u8));
-                    self.certs[k][d] = Cert::Ok(id, v);
-                }
+            for shared in out.witnesses {
+                self.record_shared(shared);
             }
             if self.defer_singles.is_some_and(|m| lps[ci].cells.len() >= m) {
                 for (k, d) in self.retry_in_small_batches(&lps[ci], out.left)? {
@@ -599,6 +591,15 @@ pub(crate) struct SmallBatches {
 }
 
 impl Auditor<'_, '_> {
+    /// Records one LP witness shared by several bounds and certifies each of them by it.
+    fn record_shared(&mut self, (w, users): SharedWitness) {
+        let id = self.record(w);
+        for (k, d, v) in users {
+            self.users[id as usize].push((k as u32, d as u8));
+            self.certs[k][d] = Cert::Ok(id, v);
+        }
+    }
+
     /// The bounds `left` of component LP `lp` (one its batch rounds did not reach) that small
     /// batches do not certify either, within [`Self::retry_deferred`] (all of them without it).
     pub(super) fn retry_in_small_batches(
@@ -621,12 +622,8 @@ impl Auditor<'_, '_> {
         for (out, hit) in outs {
             lps += out.lps;
             stopped |= hit;
-            for (w, users) in out.witnesses {
-                let id = self.record(w);
-                for (k, d, v) in users {
-                    self.users[id as usize].push((k as u32, d as u8));
-                    self.certs[k][d] = Cert::Ok(id, v);
-                }
+            for shared in out.witnesses {
+                self.record_shared(shared);
             }
             left.extend(out.left);
         }
