@@ -659,12 +659,9 @@ fn run_small_batches(
     let mut chunks = targets.chunks(SMALL_BATCH);
     let mut stopped = false;
     for chunk in chunks.by_ref() {
-        if std::time::Instant::now() >= until {
-            stopped = true;
-            out.left.extend_from_slice(chunk);
-            break;
-        }
-        if out.lps >= max_lps {
+        let late = std::time::Instant::now() >= until;
+        if late || out.lps >= max_lps {
+            stopped = late;
             out.left.extend_from_slice(chunk);
             break;
         }

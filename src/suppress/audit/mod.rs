@@ -784,6 +784,11 @@ mod tests {
         let mut aud = Auditor::new(p, sup.to_vec());
         aud.lp_only = true;
         aud.check().unwrap();
+        certified_bounds(&aud)
+    }
+
+    /// Per (sensitive cell, direction): whether `aud` holds a certificate for it.
+    fn certified_bounds(aud: &Auditor) -> Vec<[bool; 2]> {
         aud.certs.iter().map(|c| [0, 1].map(|d| matches!(c[d], Cert::Ok(..)))).collect()
     }
 
@@ -816,9 +821,7 @@ mod tests {
                     aud.defer_singles = Some(0);
                     aud.retry_deferred = retry;
                     aud.check().unwrap();
-                    let ok: Vec<[bool; 2]> =
-                        aud.certs.iter().map(|c| [0, 1].map(|d| matches!(c[d], Cert::Ok(..)))).collect();
-                    (ok, aud.retry_deferred.map(|b| b.stopped))
+                    (certified_bounds(&aud), aud.retry_deferred.map(|b| b.stopped))
                 })
             };
             let budget = SmallBatches { columns: usize::MAX, until: later, stopped: false };
