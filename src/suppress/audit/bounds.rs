@@ -558,7 +558,8 @@ fn run_batches(
         // One hot start per direction: every target's cap moves when the direction changes,
         // so the last basis would be neither primal nor dual feasible.
         let mut how = lp.warm();
-        let left = batch_rounds(p, lp, &mut how, g.clone(), 2, checked, max_lps, &mut out)?;
+        let limits = RoundLimits { min_targets: 2, max_lps, checked };
+        let left = batch_rounds(p, lp, &mut how, g.clone(), limits, &mut out)?;
         out.left.extend(left);
     }
     Ok(out)
@@ -665,27 +666,37 @@ fn run_small_batches(
             out.left.extend_from_slice(chunk);
             break;
         }
-        let left = batch_rounds(p, lp, &mut how, chunk.to_vec(), 1, None, Some(max_lps), &mut out)?;
+        let limits = RoundLimits { min_targets: 1, max_lps: Some(max_lps), checked: None };
+        let left = batch_rounds(p, lp, &mut how, chunk.to_vec(), limits, &mut out)?;
         out.left.extend(left);
     }
     out.left.extend(chunks.flatten());
     Ok((out, stopped))
 }
 
-/// Batch LPs over the targets `g` (one direction) while each certifies some of them and `g`
-/// keeps at least `min_targets`, at most [`BATCH_ROUNDS`] rounds and `max_lps` LPs in `out`
-/// in all, hot-started by `how`; records the witnesses in `out` and returns the targets left.
-#[allow(clippy::too_many_arguments)]
+/// When [`batch_rounds`] stops besides [`BATCH_ROUNDS`] and a round that certifies nothing,
+/// and whom it tells of its progress.
+#[derive(Clone, Copy)]
+struct RoundLimits<'c> {
+    /// Fewer targets left than this: stop.
+    min_targets: usize,
+    /// Stop when the output holds this many LPs.
+    max_lps: Option<usize>,
+    /// Counts the certified targets (progress display).
+    checked: Option<&'c Checked>,
+}
+
+/// Batch LPs over the targets `g` (one direction) while each certifies some of them, within
+/// `limits`, hot-started by `how`; records the witnesses in `out` and returns the targets left.
 fn batch_rounds(
     p: &Problem,
     lp: &CompLp,
     how: &mut Solves,
     mut g: Vec<(usize, usize)>,
-    min_targets: usize,
-    checked: Option<&Checked>,
-    max_lps: Option<usize>,
+    limits: RoundLimits,
     out: &mut BatchOut,
 ) -> Result<Vec<(usize, usize)>, SuppressError> {
+    let RoundLimits { min_targets, max_lps, checked } = limits;
     let mut settled: Vec<(u32, f64, f64)> = Vec::new();
     for _round in 0..BATCH_ROUNDS {
         if g.len() < min_targets || max_lps.is_some_and(|m| out.lps >= m) {
