@@ -112,7 +112,10 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
                     .into(),
             ))
         }
-        (Method::Tabu, seed) => (tabu::run(&p, opts, seed, deadline).map_err(with_coord)?, None, None),
+        (Method::Tabu, seed) => {
+            let (sup, rep) = tabu::run_certified(&p, opts, seed, deadline).map_err(with_coord)?;
+            (sup, None, rep)
+        }
         (Method::Optimal, start) => {
             let (s, lb) = exact::run(&p, opts, start, deadline).map_err(with_coord)?;
             (s, lb, None)
@@ -128,8 +131,8 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
         }
     };
     let t0 = Instant::now();
-    // The re-verified certificates of `Fast` and the modular completion are their final audit
-    // (their time is the method's); anything they cannot certify is audited from scratch.
+    // The re-verified certificates of `Fast`, `Tabu` and the modular completion are their final
+    // audit (their time is the method's); anything they cannot certify is audited from scratch.
     let (rep, audit_s) = match certified {
         Some(rep) => (rep, 0.0),
         None => {

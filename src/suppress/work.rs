@@ -213,6 +213,15 @@ impl<'p, 'a> Work<'p, 'a> {
         self.req[j] = self.req[j].max(req);
     }
 
+    /// Publishes `j` without an audit; the bounds whose certificates moved it are left for the
+    /// next [`Auditor::check`].
+    pub fn publish(&mut self, j: usize) {
+        if self.aud.sup[j] {
+            self.aud.remove(j);
+            self.unsuppress_counts(j);
+        }
+    }
+
     /// Publishes `j` (counts only; the caller handles the auditor).
     fn unsuppress_counts(&mut self, j: usize) {
         for &r in self.p.rel.of_cell(j) {
