@@ -416,11 +416,43 @@ pub(crate) fn run(
     start: Option<&[bool]>,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<f64>), SuppressError> {
+    let (best, lb, _) = search(p, opts, start, false, deadline)?;
+    Ok((best, lb))
+}
+
+/// [`run`], plus the final audit of its pattern from the certificates of the search that found
+/// it (the fast start's, HiTaS's completion's, a master MIP's audit or its repair's),
+/// re-verified; `None` when they do not re-verify (then the caller audits from scratch). Why:
+/// an audit from scratch of a 29 k-cell pattern took minutes past the limit (`tabu` on
+/// c4-hier, BENCHMARKS "Session 53"), and on large tables the best pattern is often HiTaS's.
+pub(crate) fn run_certified(
+    p: &Problem,
+    opts: &ProtectOptions,
+    start: Option<&[bool]>,
+    deadline: &Deadline,
+) -> Result<Searched, SuppressError> {
+    search(p, opts, start, true, deadline)
+}
+
+/// What [`search`] returns: the best pattern, the lower bound on its secondary cost, and its
+/// audit from certificates (`certify` only).
+type Searched = (Vec<bool>, Option<f64>, Option<super::AuditReport>);
+
+/// The search of [`run`]; with `certify`, also the certified audit of its best pattern
+/// ([`run_certified`]). Without it (HiTaS's subtables, linked groups) no certificate is
+/// re-verified.
+fn search(
+    p: &Problem,
+    opts: &ProtectOptions,
+    start: Option<&[bool]>,
+    certify: bool,
+    deadline: &Deadline,
+) -> Result<Searched, SuppressError> {
     let t0 = std::time::Instant::now();
     // The fast pattern without its cleanup (which tries every secondary with audits: minutes on
     // tables of 10^4 cells); the master MIPs improve on it.
     let fast_opts = ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() };
-    let mut best = fast::run_with_columns(p, &fast_opts, START_CLEANUP_COLUMNS, deadline)?;
+    let (mut best, mut best_audit) = fast::run_with_columns(p, &fast_opts, START_CLEANUP_COLUMNS, deadline)?;
     let mut best_cost = p.cost_of(&best);
     trace(format_args!(
         "optimal: fast start {:.1}s, cost {:.4} %",
@@ -441,7 +473,8 @@ pub(crate) fn run(
                     p.cost_percent(c)
                 ));
                 if c < best_cost {
-                    (best, best_cost) = (w.sup().to_vec(), c);
+                    (best, best_audit) = certified(w, certify, opts.singleton_rule)?;
+                    best_cost = c;
                 }
             }
             Err(SuppressError::TimeLimit { .. }) => {}
@@ -465,7 +498,7 @@ pub(crate) fn run(
             // the incumbent is the fast method's audited pattern, so end with it, unbounded,
             // rather than fail a run whose table can be protected.
             trace(format_args!("optimal: {context}: {source}; keeping the fast pattern"));
-            return Ok((best, None));
+            return Ok((best, None, best_audit));
         }
         Err(e) => return Err(e),
     };
@@ -539,7 +572,7 @@ pub(crate) fn run(
                 drop_repair_additions(&mut w, &x, opts.singleton_rule, deadline)?;
                 let c = p.cost_of(w.sup());
                 if c < best_cost - 1e-9 && w.aud.check()?.is_empty() {
-                    best = w.sup().to_vec();
+                    (best, best_audit) = certified(w, certify, opts.singleton_rule)?;
                     best_cost = c;
                     trace(format_args!("optimal: repaired pattern {:.4} %", p.cost_percent(c)));
                 }
@@ -548,6 +581,12 @@ pub(crate) fn run(
         if fails.is_empty() {
             let c = p.cost_of(&x);
             if c < best_cost - 1e-9 {
+                best_audit = if certify {
+                    aud.stop = None;
+                    aud.recheck_or_reaudit(opts.singleton_rule)?
+                } else {
+                    None
+                };
                 best = x;
                 best_cost = c;
             }
@@ -571,7 +610,21 @@ pub(crate) fn run(
         }
     }
     let lb = lower.is_finite().then(|| (lower - fixed_cost).max(0.0));
-    Ok((best, lb))
+    Ok((best, lb, best_audit))
+}
+
+/// `w`'s pattern and, with `certify`, its audit from its certificates ([`Work::into_certified`],
+/// past the hard stop like any publication audit).
+fn certified(
+    mut w: Work,
+    certify: bool,
+    singleton_rule: bool,
+) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
+    if !certify {
+        return Ok((w.sup().to_vec(), None));
+    }
+    w.aud.stop = None;
+    w.into_certified(singleton_rule)
 }
 
 #[cfg(test)]
@@ -668,6 +721,29 @@ mod tests {
             dropped += n;
         }
         assert!(dropped > 0, "the closed repair adds cells these patterns do not need");
+    }
+
+    /// The exact search's certified audit is the audit of the pattern [`super::run`] returns,
+    /// whichever search found it: the same pattern and bound, a report from its certificates,
+    /// and an independent audit agrees.
+    #[test]
+    fn the_certified_audit_is_of_the_best_pattern() {
+        use super::super::budget::Deadline;
+        use super::super::problem::Problem;
+        for seed in 0..4 {
+            let t = generate(&spec(vec![vec![3, 2], vec![4], vec![2]], 0.9, seed)).unwrap();
+            let p = Problem::from_table(&t, None);
+            let o =
+                ProtectOptions { method: Method::Optimal, singleton_rule: false, mip_nodes: 200, ..Default::default() };
+            let far = Deadline::after(600.0);
+            let (plain, lb) = super::run(&p, &o, None, &far).unwrap();
+            let (sup, lb_certified, rep) = super::run_certified(&p, &o, None, &far).unwrap();
+            assert_eq!(sup, plain, "seed {seed}");
+            assert_eq!(lb_certified, lb, "seed {seed}");
+            assert!(rep.expect("the certificates re-verify").is_clean(), "seed {seed}");
+            let st = super::super::output_statuses(&p, &sup);
+            assert!(clean(&t, &st, false), "seed {seed}");
+        }
     }
 
     /// Independent audit: attacker LPs only, exact intervals.

@@ -51,14 +51,15 @@ pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Re
 
 /// [`run`] with the cleanup also ending after `columns` attacker-LP columns
 /// ([`Work::cleanup_columns`](super::work::Work::cleanup_columns)): the start of a search that
-/// improves on it anyway (the exact model's fast start).
+/// improves on it anyway (the exact model's fast start). Returns the pattern and, as
+/// [`run_certified`], its audit from the certificates.
 pub(crate) fn run_with_columns(
     p: &Problem,
     opts: &ProtectOptions,
     columns: usize,
     deadline: &Deadline,
-) -> Result<Vec<bool>, SuppressError> {
-    Ok(cleaned(p, opts, columns, deadline)?.0)
+) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
+    cleaned(p, opts, columns, deadline)
 }
 
 /// [`run`], plus the final audit re-verified from the repair's certificates when possible
@@ -117,8 +118,8 @@ mod tests {
         let raw = run(&p, &ProtectOptions { cleanup: false, ..opts.clone() }, &far).unwrap();
         let full = run(&p, &opts, &far).unwrap();
         assert_ne!(raw, full, "the cleanup must drop something on this table");
-        assert_eq!(run_with_columns(&p, &opts, 0, &far).unwrap(), raw);
-        assert_eq!(run_with_columns(&p, &opts, usize::MAX, &far).unwrap(), full);
+        assert_eq!(run_with_columns(&p, &opts, 0, &far).unwrap().0, raw);
+        assert_eq!(run_with_columns(&p, &opts, usize::MAX, &far).unwrap().0, full);
     }
 
     /// On random 3-dimensional hierarchical tables the cube-assignment start, repair and

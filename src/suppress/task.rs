@@ -116,10 +116,7 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
             let (sup, rep) = tabu::run_certified(&p, opts, seed, deadline).map_err(with_coord)?;
             (sup, None, rep)
         }
-        (Method::Optimal, start) => {
-            let (s, lb) = exact::run(&p, opts, start, deadline).map_err(with_coord)?;
-            (s, lb, None)
-        }
+        (Method::Optimal, start) => exact::run_certified(&p, opts, start, deadline).map_err(with_coord)?,
         (Method::Fast, Some(_)) => {
             return Err(SuppressError::Input(
                 "a merged pattern is only for the modular, tabu and optimal methods".into(),
@@ -131,7 +128,7 @@ fn solve_single(table: &Table, opts: &ProtectOptions, merged: Option<&[bool]>) -
         }
     };
     let t0 = Instant::now();
-    // The re-verified certificates of `Fast`, `Tabu` and the modular completion are their final
+    // The re-verified certificates of the methods and the modular completion are their final
     // audit (their time is the method's); anything they cannot certify is audited from scratch.
     let (rep, audit_s) = match certified {
         Some(rep) => (rep, 0.0),
