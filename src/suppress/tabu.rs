@@ -86,7 +86,7 @@ pub(crate) fn run(
 }
 
 /// [`run`], plus its final audit from the search's certificates when they re-verify
-/// ([`Work::into_certified`]). Why: an audit from scratch of the best pattern ran 9 minutes
+/// ([`Work::into_certified`]). Why: an audit from scratch of the best pattern ran ~5 minutes
 /// past a 600-s limit on a 29,101-cell census table (c4-hier; BENCHMARKS, "Session 53").
 /// The audit completes past the hard stop, as the one from scratch does: nothing is
 /// published unaudited.
