@@ -616,14 +616,13 @@ fn search(
 /// `w`'s pattern and, with `certify`, its audit from its certificates ([`Work::into_certified`],
 /// past the hard stop like any publication audit).
 fn certified(
-    mut w: Work,
+    w: Work,
     certify: bool,
     singleton_rule: bool,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     if !certify {
         return Ok((w.sup().to_vec(), None));
     }
-    w.aud.stop = None;
     w.into_certified(singleton_rule)
 }
 

@@ -88,17 +88,13 @@ pub(crate) fn run(
 /// [`run`], plus its final audit from the search's certificates when they re-verify
 /// ([`Work::into_certified`]). Why: an audit from scratch of the best pattern ran ~5 minutes
 /// past a 600-s limit on a 29,101-cell census table (c4-hier; BENCHMARKS, "Session 53").
-/// The audit completes past the hard stop, as the one from scratch does: nothing is
-/// published unaudited.
 pub(crate) fn run_certified(
     p: &Problem,
     opts: &ProtectOptions,
     seed: Option<&[bool]>,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
-    let mut w = search(p, opts, seed, deadline)?;
-    w.aud.stop = None;
-    w.into_certified(opts.singleton_rule)
+    search(p, opts, seed, deadline)?.into_certified(opts.singleton_rule)
 }
 
 /// The search of [`run`]; its state ends at the best pattern found.
