@@ -228,7 +228,10 @@ pub(crate) fn repaired<'p, 'a>(
 /// returns how many it dropped. Why: the repair adds the cheapest cells each attacker's cut
 /// asks for, round after round, and closes them (each added cell gets partners in its
 /// relations), so it keeps cells that later additions made unnecessary. A handful of trials,
-/// not a cleanup of the whole pattern; a work budget, so deterministic.
+/// not a cleanup of the whole pattern; a work budget, so deterministic. Where the first audit
+/// deferred bounds (a suppressed component of [`DEFER_SINGLES_MIN_CELLS`] cells or more) the
+/// trials also end at [`repair_drop_columns`] LP columns: there a trial's LPs span that
+/// component.
 fn drop_repair_additions(
     w: &mut Work,
     before: &[bool],
@@ -241,9 +244,11 @@ fn drop_repair_additions(
     w.decide_trials_locally_on_giant_components();
     let mut added: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && !before[i] && p.fix[i] == Fix::Free).collect();
     added.sort_by(|&a, &b| p.cost[b].total_cmp(&p.cost[a]).then(a.cmp(&b)));
+    let cap = (w.aud.largest_component() >= DEFER_SINGLES_MIN_CELLS)
+        .then(|| w.aud.lp_columns + repair_drop_columns(deadline.limit_s()));
     let mut dropped = 0;
     for c in added.into_iter().take(REPAIR_DROP_TRIALS) {
-        if deadline.reached() {
+        if deadline.reached() || cap.is_some_and(|cap| w.aud.lp_columns >= cap) {
             break;
         }
         dropped += usize::from(w.try_drop(c, singleton_rule)?);
@@ -333,7 +338,9 @@ pub(crate) struct Cleanup {
 /// ([`SmallBatches`]): 12 M at the 600-s default. Measured on c4-hier (release build, 2-core
 /// machine): 222 LPs over its 17,657-cell component, 3.9 M columns, took 109 s and certified
 /// 2,840 of 3,180 bounds; a larger table stops at its budget (or at the hard stop) and leaves
-/// the rest to the cubes.
+/// the rest to the cubes. What the small batches leave gets a single LP each (an exact cut for
+/// the repair) from the same budget, as far as it goes: on c4-hier 340 LPs, 6.0 M columns,
+/// 58.8 s (`Auditor::singles_within`).
 pub const SMALL_BATCH_COLUMNS_PER_SECOND: f64 = 20_000.0;
 
 /// The LP-column budget of the small batches under a stated limit of `time_limit_s`
@@ -343,7 +350,8 @@ pub fn small_batch_columns(time_limit_s: f64) -> usize {
 }
 
 /// Suppressed components of at least this many cells in HiTaS's merged pattern: the bounds
-/// their batch LPs leave undecided are repaired with a hypercube each
+/// their batch LPs leave undecided are retried in small batches, then by single LPs within a
+/// column budget ([`small_batch_columns`]), and what is left is repaired with a hypercube each
 /// ([`Work::repair_by_cubes`]) instead of one single attacker LP each over the component.
 /// Why: on the 4-dimensional c4-hier (29,101 cells; the merge's largest component ~21 k cells)
 /// 3,180 such LPs had not finished after 22 minutes, on the 5-dimensional c5-persons (93 k
@@ -374,6 +382,20 @@ const MERGED_REPAIR_OPEN_ROUNDS: usize = 50;
 
 /// Drop trials after a repair ([`drop_repair_additions`]; the most costly added cells first).
 const REPAIR_DROP_TRIALS: usize = 100;
+
+/// Attacker-LP columns per second of the stated limit for the drop trials after the repair of
+/// a merge whose first audit deferred bounds ([`drop_repair_additions`]): 3 M at the 600-s
+/// default. Why: once the repair follows the single LPs' cuts instead of laying cubes
+/// ([`SmallBatches`]), its additions are fewer and needed more often, and each trial re-solves
+/// certificates over the whole ~17 k-cell component of c4-hier: 2–23 s a trial, so 100 trials
+/// ran into the 600-s limit (52 done, 5.08 → 4.97 % of the value; BENCHMARKS, "Session 54").
+pub const REPAIR_DROP_COLUMNS_PER_SECOND: f64 = 5_000.0;
+
+/// The LP-column budget of those drop trials under a stated limit of `time_limit_s`
+/// ([`REPAIR_DROP_COLUMNS_PER_SECOND`]).
+pub fn repair_drop_columns(time_limit_s: f64) -> usize {
+    (time_limit_s * REPAIR_DROP_COLUMNS_PER_SECOND).floor() as usize
+}
 
 /// Branch-and-bound nodes of the first master MIP solve (see `nodes` in [`run`]).
 const FIRST_MIP_NODES: usize = 500;

@@ -868,6 +868,54 @@ mod tests {
         assert!(retried > 0, "the small batches certified nothing");
     }
 
+    /// What the small batches leave gets a single LP each within their budget
+    /// ([`Auditor::singles_within`]): every bound is then decided — certified exactly where the
+    /// LP-only audit finds it protected, otherwise a shortfall with a capacity cut that the
+    /// pattern violates (the repair then adds what the cut asks for, not a cube) — and the same
+    /// on one thread and on two.
+    #[test]
+    fn single_lps_after_the_small_batches_decide_every_bound() {
+        use crate::suppress::problem::Fix;
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        let mut short = 0;
+        for seed in 0..4 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let mut sup = constructed(&p);
+            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| sup[i] && p.fix[i] == Fix::Free).collect();
+            for &i in secondaries.iter().step_by(3) {
+                sup[i] = false;
+            }
+            let truth = protected_bounds(&p, &sup);
+            let decide = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| {
+                    let mut aud = Auditor::new(&p, sup.clone());
+                    aud.defer_singles = Some(0);
+                    aud.retry_deferred = Some(SmallBatches { columns: usize::MAX, until: later, stopped: false });
+                    aud.check().unwrap();
+                    aud
+                })
+            };
+            let aud = decide(1);
+            assert_eq!(certified_bounds(&aud), certified_bounds(&decide(2)), "seed {seed}");
+            for (k, s) in p.sens.iter().enumerate() {
+                for d in (0..2).filter(|&d| !is_sliding(s) && need(s, d) > 0.0) {
+                    match &aud.certs[k][d] {
+                        Cert::Ok(..) => assert!(truth[k][d], "seed {seed}: ({k}, {d}) certified but not protected"),
+                        Cert::Failed(_, Some(cut)) => {
+                            assert!(!truth[k][d], "seed {seed}: ({k}, {d}) protected but failed");
+                            assert!(cut.lhs(&sup) < cut.rhs, "seed {seed}: ({k}, {d})'s cut holds");
+                            short += 1;
+                        }
+                        other => panic!("seed {seed}: ({k}, {d}) left {other:?}"),
+                    }
+                }
+            }
+        }
+        assert!(short > 0, "no shortfall reached the single LPs");
+    }
+
     /// The audit's verdict on dropping each of the first 20 free cells of `sup`, one at a time.
     fn drop_verdicts(aud: &mut Auditor, sup: &[bool]) -> Vec<bool> {
         (0..aud.p.n())
