@@ -778,6 +778,17 @@ mod tests {
         }
     }
 
+    /// Some bounds protected, some not: the constructed pattern less every third secondary.
+    fn thinned(p: &Problem) -> Vec<bool> {
+        use crate::suppress::problem::Fix;
+        let mut sup = constructed(p);
+        let secondaries: Vec<usize> = (0..p.n()).filter(|&i| sup[i] && p.fix[i] == Fix::Free).collect();
+        for &i in secondaries.iter().step_by(3) {
+            sup[i] = false;
+        }
+        sup
+    }
+
     /// Per (sensitive cell, direction) of pattern `sup`: whether the LP-only audit (one exact
     /// attacker LP per bound, no batches, no witnesses) finds it protected.
     fn protected_bounds(p: &Problem, sup: &[bool]) -> Vec<[bool; 2]> {
@@ -801,18 +812,12 @@ mod tests {
     /// BENCHMARKS "Session 51").
     #[test]
     fn small_batches_certify_only_protected_bounds() {
-        use crate::suppress::problem::Fix;
         let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
         let mut retried = 0;
         for seed in 0..4 {
             let t = crate::suppress::tests::synthetic(seed);
             let p = Problem::from_table(&t, None);
-            // Some bounds protected, some not: the constructed pattern less every third secondary.
-            let mut sup = constructed(&p);
-            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| sup[i] && p.fix[i] == Fix::Free).collect();
-            for &i in secondaries.iter().step_by(3) {
-                sup[i] = false;
-            }
+            let sup = thinned(&p);
             let truth = protected_bounds(&p, &sup);
             let certified = |retry: Option<SmallBatches>, threads: usize| {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -875,17 +880,12 @@ mod tests {
     /// on one thread and on two.
     #[test]
     fn single_lps_after_the_small_batches_decide_every_bound() {
-        use crate::suppress::problem::Fix;
         let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
         let mut short = 0;
         for seed in 0..4 {
             let t = crate::suppress::tests::synthetic(seed);
             let p = Problem::from_table(&t, None);
-            let mut sup = constructed(&p);
-            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| sup[i] && p.fix[i] == Fix::Free).collect();
-            for &i in secondaries.iter().step_by(3) {
-                sup[i] = false;
-            }
+            let sup = thinned(&p);
             let truth = protected_bounds(&p, &sup);
             let decide = |threads: usize| {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
