@@ -465,18 +465,10 @@ impl Auditor<'_, '_> {
         self.solved(res.len(), singles.iter().map(|&(ci, ..)| lps[ci].cells.len()).sum());
         let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
         for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
-            let s = p.sens[k];
-            let n = need(&s, d);
             if let Some(raw) = &raw {
                 raw_of.insert((k, d), raw.clone());
             }
-            self.certs[k][d] = if att.value >= n - tolerance(n) {
-                let id = self.record(att.witness);
-                self.users[id as usize].push((k as u32, d as u8));
-                Cert::Ok(id, att.value)
-            } else {
-                Cert::Failed(att.value, raw.map(|r| Box::new(r.capped(n))))
-            };
+            self.settle_single((k, d), att, raw);
         }
         // Sliding requirement: both directions were solved in this round.
         for (k, s) in p.sens.iter().enumerate() {
@@ -645,6 +637,21 @@ impl Auditor<'_, '_> {
         Ok(left)
     }
 
+    /// Records bound `(k, d)`'s single-LP outcome: certified by its witness, or a shortfall
+    /// with its capacity cut (capped at the requirement). Returns whether it is certified.
+    fn settle_single(&mut self, (k, d): (usize, usize), att: Attack, cut: Option<Cut>) -> bool {
+        let n = need(&self.p.sens[k], d);
+        let ok = att.value >= n - tolerance(n);
+        self.certs[k][d] = if ok {
+            let id = self.record(att.witness);
+            self.users[id as usize].push((k as u32, d as u8));
+            Cert::Ok(id, att.value)
+        } else {
+            Cert::Failed(att.value, cut.map(|c| Box::new(c.capped(n))))
+        };
+        ok
+    }
+
     /// One single attacker LP each for the first bounds of `left` (in target order) that
     /// `columns` LP columns pay for; each is certified or gets its shortfall and capacity cut,
     /// so the repair adds the cells its cut asks for instead of a hypercube. Returns the bounds
@@ -666,8 +673,7 @@ impl Auditor<'_, '_> {
         left.sort_unstable();
         let rest = left.split_off(n);
         let p = self.p;
-        let sup_owned = self.sup.clone();
-        let sup = &sup_owned;
+        let sup = &self.sup;
         // Fixed runs in target order, each from its own hot start: the same witnesses on any
         // number of threads (as phase B of `solve_unknown`).
         let res: Vec<Vec<(Attack, Option<Cut>)>> = left
@@ -688,15 +694,7 @@ impl Auditor<'_, '_> {
         *columns -= n * lp.cells.len();
         let mut short = 0;
         for (&(k, d), (att, cut)) in left.iter().zip(res.into_iter().flatten()) {
-            let need = need(&p.sens[k], d);
-            self.certs[k][d] = if att.value >= need - tolerance(need) {
-                let id = self.record(att.witness);
-                self.users[id as usize].push((k as u32, d as u8));
-                Cert::Ok(id, att.value)
-            } else {
-                short += 1;
-                Cert::Failed(att.value, cut.map(|c| Box::new(c.capped(need))))
-            };
+            short += usize::from(!self.settle_single((k, d), att, cut));
         }
         super::super::trace::trace(format_args!(
             "single LPs after the small batches: {n} bounds, {short} short, {} left to cubes, {:.1}s",
