@@ -630,8 +630,8 @@ impl Auditor<'_, '_> {
             if stopped { ", stopped by the limit" } else { "" }
         ));
         let mut columns = budget.columns.saturating_sub(lps * lp.cells.len());
-        if !stopped && std::time::Instant::now() < budget.until {
-            left = self.singles_within(lp, left, &mut columns)?;
+        if !stopped {
+            (left, stopped) = self.singles_within(lp, left, &mut columns, budget.until)?;
         }
         self.retry_deferred = Some(SmallBatches { columns, stopped: budget.stopped || stopped, ..budget });
         Ok(left)
@@ -654,20 +654,23 @@ impl Auditor<'_, '_> {
 
     /// One single attacker LP each for the first bounds of `left` (in target order) that
     /// `columns` LP columns pay for; each is certified or gets its shortfall and capacity cut,
-    /// so the repair adds the cells its cut asks for instead of a hypercube. Returns the bounds
-    /// the budget leaves (deferred to the cubes). Why: on HiTaS's merge of c4-hier the small
-    /// batches left 340 bounds; their single LPs (58.8 s) certified 168 and gave the other 172
-    /// their cuts, and the repaired pattern cost 5.08 % of the value instead of 6.32 % with a
-    /// cube each (BENCHMARKS, "Session 54").
-    fn singles_within(
+    /// so the repair adds the cells its cut asks for instead of a hypercube. No LP starts past
+    /// `until` (the hard stop; then `true`): the bounds not tried are returned with those the
+    /// budget leaves (deferred to the cubes), so a slow machine still ends the first audit
+    /// with a repairable pattern. Why: on HiTaS's merge of c4-hier the small batches left 340
+    /// bounds; their single LPs (58.8 s) certified 168 and gave the other 172 their cuts, and
+    /// the repaired pattern cost 5.08 % of the value instead of 6.32 % with a cube each
+    /// (BENCHMARKS, "Session 54").
+    pub(super) fn singles_within(
         &mut self,
         lp: &CompLp,
         mut left: Vec<(usize, usize)>,
         columns: &mut usize,
-    ) -> Result<Vec<(usize, usize)>, SuppressError> {
+        until: std::time::Instant,
+    ) -> Result<(Vec<(usize, usize)>, bool), SuppressError> {
         let n = left.len().min(*columns / lp.cells.len().max(1));
         if n == 0 {
-            return Ok(left);
+            return Ok((left, false));
         }
         let t0 = std::time::Instant::now();
         left.sort_unstable();
@@ -675,33 +678,42 @@ impl Auditor<'_, '_> {
         let p = self.p;
         let sup = &self.sup;
         // Fixed runs in target order, each from its own hot start: the same witnesses on any
-        // number of threads (as phase B of `solve_unknown`).
-        let res: Vec<Vec<(Attack, Option<Cut>)>> = left
-            .chunks(WARM_RUN)
-            .collect::<Vec<_>>()
+        // number of threads (as phase B of `solve_unknown`) unless the stop cuts runs short.
+        let runs: Vec<&[(usize, usize)]> = left.chunks(WARM_RUN).collect();
+        let res: Vec<Vec<(Attack, Option<Cut>)>> = runs
             .par_iter()
             .map(|run| {
                 let mut how = lp.warm();
-                run.iter()
-                    .map(|&(k, d)| {
-                        let n = need(&p.sens[k], d);
-                        attack(p, sup, lp, &mut how, (k, d), n.max(p.sens[k].spl), n)
-                    })
-                    .collect::<Result<Vec<_>, _>>()
+                let mut out = Vec::with_capacity(run.len());
+                for &(k, d) in run.iter() {
+                    if std::time::Instant::now() >= until {
+                        break;
+                    }
+                    let n = need(&p.sens[k], d);
+                    out.push(attack(p, sup, lp, &mut how, (k, d), n.max(p.sens[k].spl), n)?);
+                }
+                Ok(out)
             })
-            .collect::<Result<_, _>>()?;
-        self.solved(n, n * lp.cells.len());
-        *columns -= n * lp.cells.len();
-        let mut short = 0;
-        for (&(k, d), (att, cut)) in left.iter().zip(res.into_iter().flatten()) {
-            short += usize::from(!self.settle_single((k, d), att, cut));
+            .collect::<Result<_, SuppressError>>()?;
+        let solved: usize = res.iter().map(Vec::len).sum();
+        self.solved(solved, solved * lp.cells.len());
+        *columns -= solved * lp.cells.len();
+        let (mut short, mut untried) = (0, Vec::new());
+        for (run, out) in runs.iter().zip(res) {
+            untried.extend_from_slice(&run[out.len()..]);
+            for (&(k, d), (att, cut)) in run.iter().zip(out) {
+                short += usize::from(!self.settle_single((k, d), att, cut));
+            }
         }
+        let stopped = !untried.is_empty();
         super::super::trace::trace(format_args!(
-            "single LPs after the small batches: {n} bounds, {short} short, {} left to cubes, {:.1}s",
-            rest.len(),
-            t0.elapsed().as_secs_f64()
+            "single LPs after the small batches: {solved} of {n} bounds, {short} short, {} left to cubes, {:.1}s{}",
+            untried.len() + rest.len(),
+            t0.elapsed().as_secs_f64(),
+            if stopped { ", stopped by the limit" } else { "" }
         ));
-        Ok(rest)
+        untried.extend(rest);
+        Ok((untried, stopped))
     }
 }
 

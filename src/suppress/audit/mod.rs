@@ -916,6 +916,46 @@ mod tests {
         assert!(short > 0, "no shortfall reached the single LPs");
     }
 
+    /// The single LPs after the small batches start none past the hard stop: given a passed
+    /// stop they return every bound untried (in target order, left to the cubes), spend no
+    /// LP column, record nothing and report the stop; given time they decide every bound
+    /// they pay for, and report no stop.
+    #[test]
+    fn single_lps_start_none_past_the_stop() {
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        for seed in 0..2 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let sup = thinned(&p);
+            let k0 = (0..p.sens.len()).find(|&k| need(&p.sens[k], 0) > 0.0).unwrap();
+            let mut aud = Auditor::new(&p, sup.clone());
+            let (cells, rows) = aud.component(p.sens[k0].cell);
+            let mut todo: Vec<(usize, usize)> = (0..p.sens.len())
+                .filter(|&k| cells.binary_search(&p.sens[k].cell).is_ok())
+                .flat_map(|k| [(k, 1), (k, 0)])
+                .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
+                .collect();
+            assert!(!todo.is_empty(), "seed {seed}");
+            let lp = crate::suppress::attacker::CompLp::new(&p, &sup, cells, rows);
+            let (held, lps) = (format!("{:?}", aud.certs), aud.lps);
+            let mut columns = usize::MAX;
+            let (left, stopped) =
+                aud.singles_within(&lp, todo.clone(), &mut columns, std::time::Instant::now()).unwrap();
+            todo.sort_unstable();
+            assert_eq!((&left, stopped, columns), (&todo, true, usize::MAX), "seed {seed}");
+            assert_eq!((format!("{:?}", aud.certs), aud.lps), (held, lps), "seed {seed}: nothing recorded");
+            let (left, stopped) = aud.singles_within(&lp, todo.clone(), &mut columns, later).unwrap();
+            assert_eq!((left.len(), stopped), (0, false), "seed {seed}");
+            assert_eq!(usize::MAX - columns, todo.len() * lp.cells.len(), "seed {seed}: columns paid");
+            for &(k, d) in &todo {
+                assert!(
+                    matches!(aud.certs[k][d], Cert::Ok(..) | Cert::Failed(_, Some(_))),
+                    "seed {seed}: ({k}, {d}) undecided"
+                );
+            }
+        }
+    }
+
     /// The audit's verdict on dropping each of the first 20 free cells of `sup`, one at a time.
     fn drop_verdicts(aud: &mut Auditor, sup: &[bool]) -> Vec<bool> {
         (0..aud.p.n())
