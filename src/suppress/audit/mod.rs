@@ -789,6 +789,23 @@ mod tests {
         sup
     }
 
+    /// The attacker LP of the suppressed component of `sup` holding the first sensitive cell
+    /// with a lower protection need, and that component's bounds in target order.
+    fn first_component(
+        aud: &mut Auditor,
+        p: &Problem,
+        sup: &[bool],
+    ) -> (crate::suppress::attacker::CompLp, Vec<(usize, usize)>) {
+        let k0 = (0..p.sens.len()).find(|&k| need(&p.sens[k], 0) > 0.0).unwrap();
+        let (cells, rows) = aud.component(p.sens[k0].cell);
+        let todo: Vec<(usize, usize)> = (0..p.sens.len())
+            .filter(|&k| cells.binary_search(&p.sens[k].cell).is_ok())
+            .flat_map(|k| [(k, 0), (k, 1)])
+            .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
+            .collect();
+        (crate::suppress::attacker::CompLp::new(p, sup, cells, rows), todo)
+    }
+
     /// Per (sensitive cell, direction) of pattern `sup`: whether the LP-only audit (one exact
     /// attacker LP per bound, no batches, no witnesses) finds it protected.
     fn protected_bounds(p: &Problem, sup: &[bool]) -> Vec<[bool; 2]> {
@@ -855,14 +872,7 @@ mod tests {
             let truth = protected_bounds(&p, &clean);
             let mut aud = Auditor::new(&p, clean.clone());
             aud.retry_deferred = Some(budget);
-            let k0 = (0..p.sens.len()).find(|&k| need(&p.sens[k], 0) > 0.0).unwrap();
-            let (cells, rows) = aud.component(p.sens[k0].cell);
-            let todo: Vec<(usize, usize)> = (0..p.sens.len())
-                .filter(|&k| cells.binary_search(&p.sens[k].cell).is_ok())
-                .flat_map(|k| [(k, 0), (k, 1)])
-                .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
-                .collect();
-            let lp = crate::suppress::attacker::CompLp::new(&p, &clean, cells, rows);
+            let (lp, todo) = first_component(&mut aud, &p, &clean);
             let left = aud.retry_in_small_batches(&lp, todo.clone()).unwrap();
             for &(k, d) in todo.iter().filter(|t| !left.contains(t)) {
                 assert!(matches!(aud.certs[k][d], Cert::Ok(..)), "seed {seed}: ({k}, {d}) not recorded");
@@ -927,16 +937,10 @@ mod tests {
             let t = crate::suppress::tests::synthetic(seed);
             let p = Problem::from_table(&t, None);
             let sup = thinned(&p);
-            let k0 = (0..p.sens.len()).find(|&k| need(&p.sens[k], 0) > 0.0).unwrap();
             let mut aud = Auditor::new(&p, sup.clone());
-            let (cells, rows) = aud.component(p.sens[k0].cell);
-            let mut todo: Vec<(usize, usize)> = (0..p.sens.len())
-                .filter(|&k| cells.binary_search(&p.sens[k].cell).is_ok())
-                .flat_map(|k| [(k, 1), (k, 0)])
-                .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
-                .collect();
+            let (lp, mut todo) = first_component(&mut aud, &p, &sup);
+            todo.reverse(); // out of target order: the untried come back sorted
             assert!(!todo.is_empty(), "seed {seed}");
-            let lp = crate::suppress::attacker::CompLp::new(&p, &sup, cells, rows);
             let (held, lps) = (format!("{:?}", aud.certs), aud.lps);
             let mut columns = usize::MAX;
             let (left, stopped) =
