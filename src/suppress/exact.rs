@@ -131,6 +131,7 @@ fn strengthen_bound(
             break;
         }
         let o = SolveOptions { time_limit_s: Some(deadline.left_s()), ..Default::default() };
+        let t0 = std::time::Instant::now();
         let s = lp::solve(&relaxed, &o)
             .map_err(|source| SuppressError::Lp { context: "master LP relaxation".into(), source })?;
         if s.status != LpStatus::Optimal {
@@ -140,12 +141,15 @@ fn strengthen_bound(
         x = s.columns;
         bound = bound.max(s.objective);
         history.push(s.objective);
+        let t1 = std::time::Instant::now();
         let cuts = separate(p, &x, deadline)?;
         trace(format_args!(
-            "optimal: LP round {round}: bound {:.4} %, {} cuts, {} rows",
+            "optimal: LP round {round}: bound {:.4} %, {} cuts, {} rows (LP {:.2}s, separation {:.2}s)",
             p.cost_percent(s.objective),
             cuts.len(),
-            relaxed.rows.len()
+            relaxed.rows.len(),
+            (t1 - t0).as_secs_f64(),
+            t1.elapsed().as_secs_f64()
         ));
         if cuts.is_empty() {
             break;

@@ -233,6 +233,7 @@ pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Resul
     // only the master's rows (sensitive cells are fixed at 1) could cause it; skip.
     todo.retain(|&(k, _)| comps.comp_of[p.sens[k].cell as usize] != usize::MAX);
     let mut done = vec![[false; 2]; p.sens.len()];
+    let mut outcomes = [0usize; 3];
     let mut cuts = Vec::new();
     let mut next = 0;
     while next < todo.len() {
@@ -253,6 +254,7 @@ pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Resul
             done[k][d] = true;
             match o {
                 Outcome::Reached(z) => {
+                    outcomes[0] += 1;
                     // The attacker solution is feasible for the whole LP: it shows every level
                     // it reaches.
                     for (c, v) in z {
@@ -266,11 +268,22 @@ pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Resul
                         }
                     }
                 }
-                Outcome::Cut(c) => cuts.push(c),
-                Outcome::Nothing => {}
+                Outcome::Cut(c) => {
+                    outcomes[1] += 1;
+                    cuts.push(c)
+                }
+                Outcome::Nothing => outcomes[2] += 1,
             }
         }
     }
+    // Where a cutting-plane round's time goes: each outcome is one or two attacker LPs.
+    super::trace::trace(format_args!(
+        "separation: {} targets, LPs: {} reached, {} cut, {} short without a violated cut",
+        todo.len(),
+        outcomes[0],
+        outcomes[1],
+        outcomes[2]
+    ));
     cuts.sort_by(|a, b| cut_key(a).partial_cmp(&cut_key(b)).unwrap_or(std::cmp::Ordering::Equal));
     cuts.dedup();
     Ok(cuts)
