@@ -276,9 +276,10 @@ pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Resul
             }
         }
     }
-    // Where a cutting-plane round's time goes: each outcome is one or two attacker LPs.
+    // Where a cutting-plane round's time goes: each target decided here took one or two
+    // attacker LPs (ball, then component); the others were shown by those LPs' solutions.
     super::trace::trace(format_args!(
-        "separation: {} targets, LPs: {} reached, {} cut, {} short without a violated cut",
+        "separation: {} targets, decided by LP: {} reached, {} cut, {} short without a violated cut",
         todo.len(),
         outcomes[0],
         outcomes[1],
