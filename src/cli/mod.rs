@@ -342,8 +342,7 @@ pub async fn execute(
         for t in &summary.report.tables {
             // Only the gap: a cost or bound may equal one cell's value, and logs hold none (issue
             // 13); both are in report.json.
-            let cost =
-                t.gap.map(|g| format!(", {:.1}% above the lower bound on its cost", 100.0 * g)).unwrap_or_default();
+            let cost = t.gap.map(|g| format!(", {}", gap_phrase(g))).unwrap_or_default();
             let stopped = if t.stopped_by_time_limit { ", stopped by the time limit" } else { "" };
             println!(
                 "table {}: {} cells, {} primary, {} secondary, {:.2}% of value suppressed{cost}{stopped}, audit: {}",
@@ -372,4 +371,36 @@ pub async fn execute(
         println!("output written to {}", summary.output);
     }
     Ok(())
+}
+
+/// The run summary's words for a table's `gap = (cost − bound) / cost`. Why not "n % above the
+/// bound": a gap of 91 % means a cost up to 11.6 times the optimum, not 1.9 times; the factor
+/// `1 / (1 − gap)` is what a user can weigh (the optimum lies between the bound and the cost).
+fn gap_phrase(gap: f64) -> String {
+    let head = format!("{:.1}% gap to the lower bound on its secondary cost", 100.0 * gap);
+    if gap <= 0.0 {
+        format!("{head} (proven optimal)")
+    } else if gap < 0.99 {
+        format!("{head} (at most {:.2}× the optimum)", 1.0 / (1.0 - gap))
+    } else {
+        format!("{head} (the bound is too weak to say how far from the optimum)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gap_phrase;
+
+    /// The summary states the gap as a share of the cost and the factor it allows above the
+    /// optimum, never as a share of the bound.
+    #[test]
+    fn the_gap_is_stated_with_the_factor_it_allows() {
+        assert_eq!(gap_phrase(0.32), "32.0% gap to the lower bound on its secondary cost (at most 1.47× the optimum)");
+        assert_eq!(
+            gap_phrase(0.914),
+            "91.4% gap to the lower bound on its secondary cost (at most 11.63× the optimum)"
+        );
+        assert_eq!(gap_phrase(0.0), "0.0% gap to the lower bound on its secondary cost (proven optimal)");
+        assert!(gap_phrase(1.0).ends_with("(the bound is too weak to say how far from the optimum)"));
+    }
 }

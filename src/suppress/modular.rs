@@ -239,7 +239,7 @@ pub(crate) fn default_cleanup(p: &Problem, merged: &[bool], opts: &ProtectOption
     let cost = super::secondary_cost_of(p, &super::output_statuses(p, merged));
     let lb = super::best_bound(p, None, Some(cost));
     let gap = super::relative_gap(cost, lb);
-    trace(format_args!("HiTaS's merged pattern: {:.1} % above the lower bound", 100.0 * gap));
+    trace(format_args!("HiTaS's merged pattern: {:.1} % gap to the lower bound", 100.0 * gap));
     ((gap > CLEANUP_GAP).then_some(cleanup_gap_trials(opts.budget_limit_s())), Some(lb))
 }
 
@@ -669,7 +669,7 @@ mod tests {
     }
 
     /// Without a budget asked for, the modular completion cleans up exactly when HiTaS's merged
-    /// pattern is more than [`CLEANUP_GAP`] above the lower bound: the default's pattern is the
+    /// pattern's gap to the lower bound is above [`CLEANUP_GAP`]: the default's pattern is the
     /// one of `cleanup_trials = cleanup_gap_trials(time_limit_s)` then, of `cleanup_trials = 0` otherwise, and
     /// both cases occur on these tables. The bound decided on is the one reported.
     #[test]
