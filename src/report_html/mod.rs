@@ -128,7 +128,7 @@ fn table_section(h: &mut String, t: &TableReport) {
         row(h, "lower bound on that cost", "lower_bound", num(b));
     }
     if let Some(g) = t.gap {
-        row(h, "gap to the lower bound", "gap", pct(g));
+        row(h, "gap to the lower bound, (cost − bound) / cost", "gap", pct(g));
     }
     row(h, "audit", "audit", t.audit.clone());
     h.push_str("</table>\n<h3>Cells by status</h3><table class=\"status\"><tr>");
