@@ -374,7 +374,7 @@ pub async fn execute(
 }
 
 /// The run summary's words for a table's `gap = (cost − bound) / cost`. Why not "n % above the
-/// bound": a gap of 91 % means a cost up to 11.6 times the optimum, not 1.9 times; the factor
+/// bound": a gap of 91.4 % means a cost up to 11.6 times the optimum, not 1.9 times; the factor
 /// `1 / (1 − gap)` is what a user can weigh (the optimum lies between the bound and the cost).
 fn gap_phrase(gap: f64) -> String {
     let head = format!("{:.1}% gap to the lower bound on its secondary cost", 100.0 * gap);
