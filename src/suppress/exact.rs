@@ -360,9 +360,9 @@ pub(crate) struct Cleanup {
 /// of 60 and publishes 4.90 % of the value instead of 4.93 %). Measured on c4-hier (release
 /// build, 2-core machine): 222 LPs over its 17,657-cell component, 3.9 M columns, took 109 s
 /// and certified 2,840 of 3,180 bounds; a larger table stops at its budget (or at the hard
-/// stop) and leaves the rest to the cubes. What the small batches leave gets a single LP each (an exact cut for
-/// the repair) from the same budget, as far as it goes: on c4-hier 340 LPs, 6.0 M columns,
-/// 58.8 s (`Auditor::singles_within`).
+/// stop) and leaves the rest to the cubes. What the small batches leave gets a single LP each
+/// (an exact cut for the repair) from the same budget, as far as it goes: on c4-hier 340 LPs,
+/// 6.0 M columns, 58.8 s (`Auditor::singles_within`).
 pub const SMALL_BATCH_COLUMNS_PER_SECOND: f64 = 20_000.0;
 
 /// The LP-column budget of the small batches under a stated limit of `time_limit_s`
