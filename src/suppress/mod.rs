@@ -127,6 +127,12 @@ pub struct ProtectOptions {
     /// both figures are.
     #[serde(default)]
     pub optimal_gap: f64,
+    /// `Optimal`: master MIP solves of the repair of a master pattern the audit rejects, over
+    /// the pattern's supersets (`exact::repair_master_pattern`; 0: the greedy repair alone).
+    /// Tables above 1,000 cells and the subtables of a hierarchical table get the greedy repair
+    /// alone.
+    #[serde(default)]
+    pub master_repair_solves: usize,
     /// Method used inside each modular subtable (`Fast` or `Optimal`).
     pub modular_inner: Method,
     /// Tables with at most this many cells get `Tabu`'s LP construction and `Modular`'s exact
@@ -174,6 +180,7 @@ impl Default for ProtectOptions {
             mip_nodes: default_mip_nodes(),
             optimal_lp_rounds: default_optimal_lp_rounds(),
             optimal_gap: 0.0,
+            master_repair_solves: exact::MASTER_REPAIR_SOLVES,
             // HiTaS: every subtable by the exact model, within the subtable budget of
             // `modular::subtable_options`.
             modular_inner: Method::Optimal,

@@ -410,10 +410,18 @@ pub(crate) fn run_levels(
         let end = start + subs[start..].iter().take_while(|s| s.level == level).count();
         // Each subtable stops on its own work budget; the time left is only its hard stop. A
         // subtable stopped by it returns after the global stop, which records it below.
-        let tasks: Vec<SubtableTask> = subs[start..end]
+        let mut tasks: Vec<SubtableTask> = subs[start..end]
             .iter()
             .map(|s| prepare(s, p, &sens, &sup, &decided, &inherit, opts, deadline.left_s()))
             .collect();
+        if subs.len() > 1 {
+            // Hundreds of subtables, then the whole table's repair: the greedy repair of the
+            // master's patterns, as measured (sessions 39–57), not the search over supersets
+            // that a flat table (one subtable, the whole table) gets.
+            for t in &mut tasks {
+                t.opts.master_repair_solves = 0;
+            }
+        }
         let results = if deadline.reached() {
             let skip = |t: SubtableTask| SubtableOutcome {
                 pattern: t.fallback,
