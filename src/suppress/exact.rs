@@ -673,8 +673,8 @@ const MASTER_REPAIR_MAX_CELLS: usize = 1_000;
 
 /// A clean pattern from a repair: a master solve the audit found clean, or a greedy repair.
 enum Repaired<'p, 'a> {
-    Master(Vec<bool>, Auditor<'p, 'a>),
-    Greedy(Work<'p, 'a>),
+    Master(Vec<bool>, Box<Auditor<'p, 'a>>),
+    Greedy(Box<Work<'p, 'a>>),
 }
 
 impl Repaired<'_, '_> {
@@ -692,7 +692,7 @@ impl Repaired<'_, '_> {
         singleton_rule: bool,
     ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
         match self {
-            Repaired::Greedy(w) => certified(w, certify, singleton_rule),
+            Repaired::Greedy(w) => certified(*w, certify, singleton_rule),
             Repaired::Master(y, _) if !certify => Ok((y, None)),
             Repaired::Master(y, mut aud) => {
                 aud.stop = None;
@@ -736,7 +736,7 @@ fn repair_master_pattern<'p, 'a>(
     singleton_rule: bool,
     deadline: &Deadline,
 ) -> Result<Option<Repaired<'p, 'a>>, SuppressError> {
-    let mut best = greedy_repair(p, x, singleton_rule, deadline)?.map(Repaired::Greedy);
+    let mut best = greedy_repair(p, x, singleton_rule, deadline)?.map(|w| Repaired::Greedy(Box::new(w)));
     if solves == 0 {
         return Ok(best);
     }
@@ -774,7 +774,7 @@ fn repair_master_pattern<'p, 'a>(
             fails.len()
         ));
         if fails.is_empty() {
-            keep(&mut best, Repaired::Master(y, aud));
+            keep(&mut best, Repaired::Master(y, Box::new(aud)));
             break;
         }
         let mut cuts: Vec<Cut> = fails.into_iter().filter_map(|f| f.cut).collect();
@@ -784,7 +784,7 @@ fn repair_master_pattern<'p, 'a>(
             add_cut(lp, cut);
         }
         if let Some(w) = greedy_repair(p, &y, singleton_rule, deadline)? {
-            keep(&mut best, Repaired::Greedy(w));
+            keep(&mut best, Repaired::Greedy(Box::new(w)));
         }
     }
     Ok(best)
