@@ -25,7 +25,7 @@
 use crate::lp::{self, Direction, LinearProgram, LpStatus, SolveOptions};
 
 use super::attacker::Cut;
-use super::audit::{Auditor, SmallBatches};
+use super::audit::{Auditor, Failure, SmallBatches};
 use super::budget::Deadline;
 use super::construct::complete;
 use super::problem::{requirement, Fix, Problem};
@@ -612,9 +612,7 @@ fn search(
         if !fails.is_empty() {
             // The master learns the cuts of this pattern's failures before its repair, which
             // may solve the master over the pattern's supersets ([`repair_master_pattern`]).
-            let mut cuts: Vec<Cut> = fails.iter().filter_map(|f| f.cut.clone()).collect();
-            cuts.sort_by(|a, b| a.coefs.partial_cmp(&b.coefs).unwrap_or(std::cmp::Ordering::Equal));
-            for cut in &cuts {
+            for cut in &failure_cuts(fails) {
                 add_cut(&mut lp, cut);
             }
             // Repair the master's pattern into a clean one: an incumbent close to the bound long
@@ -630,28 +628,19 @@ fn search(
             }
             continue;
         }
-        if fails.is_empty() {
-            let c = p.cost_of(&x);
-            if c < best_cost - 1e-9 {
-                best_audit = if certify {
-                    aud.stop = None;
-                    aud.recheck_or_reaudit(opts.singleton_rule)?
-                } else {
-                    None
-                };
-                best = x;
-                best_cost = c;
-            }
-            if s.status == LpStatus::Optimal {
-                lower = lower.max(s.objective.min(best_cost));
-                break; // proven
-            }
-            if nodes >= opts.mip_nodes || deadline.reached() {
-                break; // stopped by the node budget with nothing new to cut off
-            }
-            nodes = (nodes * 4).min(opts.mip_nodes);
-            continue;
+        let c = p.cost_of(&x);
+        if c < best_cost - 1e-9 {
+            (best, best_audit) = Repaired::Master(x, Box::new(aud)).certified(certify, opts.singleton_rule)?;
+            best_cost = c;
         }
+        if s.status == LpStatus::Optimal {
+            lower = lower.max(s.objective.min(best_cost));
+            break; // proven
+        }
+        if nodes >= opts.mip_nodes || deadline.reached() {
+            break; // stopped by the node budget with nothing new to cut off
+        }
+        nodes = (nodes * 4).min(opts.mip_nodes);
     }
     let lb = lower.is_finite().then(|| (lower - fixed_cost).max(0.0));
     Ok((best, lb, best_audit))
@@ -671,7 +660,15 @@ const MASTER_REPAIR_NODES: usize = 200;
 /// in the unoptimised CI build, where it takes 2.5 minutes without the search.
 const MASTER_REPAIR_MAX_CELLS: usize = 1_000;
 
-/// A clean pattern from a repair: a master solve the audit found clean, or a greedy repair.
+/// The capacity cuts of an audit's failures, in a fixed order: the master's rows, hence its
+/// patterns, do not depend on the order in which the audit found them.
+fn failure_cuts(fails: Vec<Failure>) -> Vec<Cut> {
+    let mut cuts: Vec<Cut> = fails.into_iter().filter_map(|f| f.cut).collect();
+    cuts.sort_by(|a, b| a.coefs.partial_cmp(&b.coefs).unwrap_or(std::cmp::Ordering::Equal));
+    cuts
+}
+
+/// A clean pattern: a master solve the audit found clean, or a greedy repair.
 enum Repaired<'p, 'a> {
     Master(Vec<bool>, Box<Auditor<'p, 'a>>),
     Greedy(Box<Work<'p, 'a>>),
@@ -777,9 +774,7 @@ fn repair_master_pattern<'p, 'a>(
             keep(&mut best, Repaired::Master(y, Box::new(aud)));
             break;
         }
-        let mut cuts: Vec<Cut> = fails.into_iter().filter_map(|f| f.cut).collect();
-        cuts.sort_by(|a, b| a.coefs.partial_cmp(&b.coefs).unwrap_or(std::cmp::Ordering::Equal));
-        for cut in &cuts {
+        for cut in &failure_cuts(fails) {
             add_cut(&mut r, cut);
             add_cut(lp, cut);
         }
