@@ -156,7 +156,8 @@ pub struct ExecutorOptions {
     pub test_route_delay_ms: u64,
 }
 
-/// Runs a Ballista executor registered with the scheduler until the process is stopped.
+/// Runs a Ballista executor registered with the scheduler until a signal ends the process;
+/// Ballista ending it is an error (exit 1), so a supervisor restarts it.
 pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
     let state = session_state(SessionConfig::new()).map_err(|e| Error::Engine(e.to_string()))?;
     let registry = BallistaFunctionRegistry::from(&state);
@@ -226,5 +227,18 @@ pub async fn run_executor(o: &ExecutorOptions) -> Result<()> {
         override_execution_engine: engine,
         ..Default::default()
     };
-    start_executor_process(Arc::new(config)).await.map_err(|e| Error::Engine(format!("executor: {e}")))
+    // Ballista's flight service binds `--port` in a task of its own: taken, the executor
+    // would stop without a word and exit 0. Checked here, the error names the port.
+    for (flag, port) in [("--port", o.port), ("--grpc-port", o.grpc_port)] {
+        std::net::TcpListener::bind((o.bind_host.as_str(), port))
+            .map_err(|e| Error::Engine(format!("executor: cannot listen on {}:{port} ({flag}): {e}", o.bind_host)))?;
+    }
+    start_executor_process(Arc::new(config)).await.map_err(|e| Error::Engine(format!("executor: {e}")))?;
+    // SIGINT and SIGTERM end the process in `main` before this returns, so Ballista ending
+    // the executor is a failure a supervisor must see (and restart after).
+    Err(Error::Engine(
+        "executor: stopped: one of its services ended (a port taken after the check?) or the scheduler \
+         declared it lost (no heartbeat within the scheduler's --executor-timeout-s) and stopped it"
+            .into(),
+    ))
 }

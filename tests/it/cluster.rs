@@ -10,7 +10,7 @@
 //! an assertion fails. Every wait has a deadline.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -19,30 +19,42 @@ use crate::common::*;
 
 /// Child processes, killed (SIGKILL) and reaped on drop.
 #[derive(Default)]
-struct Procs(Vec<(String, Child)>);
+struct Procs(Vec<Proc>);
+
+/// A child process and how it was started (to start it again on fresh ports).
+struct Proc {
+    name: String,
+    child: Child,
+    args: Vec<String>,
+    log: PathBuf,
+    env: Vec<(String, String)>,
+    s3_endpoint: Option<String>,
+    /// Killed on purpose by the test: no longer expected to run.
+    killed: bool,
+}
 
 impl Procs {
     fn spawn(&mut self, name: &str, args: &[String], log: &Path) {
-        self.spawn_with(name, args, log, None)
+        self.spawn_full(name, args, log, &[], None)
     }
 
     /// Spawns with environment variables `env`.
     fn spawn_env(&mut self, name: &str, args: &[String], log: &Path, env: &[(&str, &str)]) {
-        let mut cmd = sdcflow();
-        cmd.envs(env.iter().copied());
-        self.spawn_cmd(name, cmd, args, log)
+        let env: Vec<_> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.spawn_full(name, args, log, &env, None)
     }
 
     /// Spawns with the S3 variables of a loopback object store (`endpoint`), when given.
     fn spawn_with(&mut self, name: &str, args: &[String], log: &Path, s3_endpoint: Option<&str>) {
-        let mut cmd = sdcflow();
-        if let Some(e) = s3_endpoint {
-            crate::s3::with_s3_env(&mut cmd, e);
-        }
-        self.spawn_cmd(name, cmd, args, log)
+        self.spawn_full(name, args, log, &[], s3_endpoint)
     }
 
-    fn spawn_cmd(&mut self, name: &str, mut cmd: std::process::Command, args: &[String], log: &Path) {
+    fn spawn_full(&mut self, name: &str, args: &[String], log: &Path, env: &[(String, String)], s3: Option<&str>) {
+        let mut cmd = sdcflow();
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        if let Some(e) = s3 {
+            crate::s3::with_s3_env(&mut cmd, e);
+        }
         let out = std::fs::File::create(log).unwrap();
         let err = out.try_clone().unwrap();
         let child = cmd
@@ -53,45 +65,92 @@ impl Procs {
             .stderr(Stdio::from(err))
             .spawn()
             .unwrap_or_else(|e| panic!("starting {name}: {e}"));
-        self.0.push((name.to_string(), child));
+        self.0.push(Proc {
+            name: name.to_string(),
+            child,
+            args: args.to_vec(),
+            log: log.to_path_buf(),
+            env: env.to_vec(),
+            s3_endpoint: s3.map(str::to_string),
+            killed: false,
+        });
     }
 
     /// Waits for the first process to exit (at most `timeout`); its exit code.
     fn wait_first(&mut self, timeout: Duration, log: &Path) -> i32 {
         let start = Instant::now();
         loop {
-            let (name, child) = &mut self.0[0];
-            if let Some(s) = child.try_wait().unwrap() {
+            let p = &mut self.0[0];
+            if let Some(s) = p.child.try_wait().unwrap() {
                 return s.code().unwrap_or(-1);
             }
-            assert!(start.elapsed() < timeout, "{name} did not finish in {timeout:?}:\n{}", tail(log));
+            assert!(start.elapsed() < timeout, "{} did not finish in {timeout:?}:\n{}", p.name, tail(log));
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 
     fn kill(&mut self, name: &str) {
-        let (_, c) = self.0.iter_mut().find(|(n, _)| n == name).expect("known process");
-        c.kill().unwrap();
-        c.wait().unwrap();
+        let p = self.0.iter_mut().rev().find(|p| p.name == name).expect("known process");
+        p.child.kill().unwrap();
+        p.child.wait().unwrap();
+        p.killed = true;
     }
 
     /// Fails if a process that should be running has exited.
-    fn check_alive(&mut self, names: &[&str], logs: &Path) {
-        for (n, c) in &mut self.0 {
-            if names.contains(&n.as_str()) {
-                if let Some(status) = c.try_wait().unwrap() {
-                    panic!("{n} exited ({status}):\n{}", tail(&logs.join(format!("{n}.log"))));
+    fn check_alive(&mut self, names: &[&str]) {
+        for p in &mut self.0 {
+            if names.contains(&p.name.as_str()) && !p.killed {
+                if let Some(status) = p.child.try_wait().unwrap() {
+                    panic!("{} exited ({status}):\n{}", p.name, tail(&p.log));
                 }
             }
+        }
+    }
+
+    /// Waits until the scheduler at `sport` lists exactly `n` executors. An executor that
+    /// exited because a port [`free_port`] picked was taken before it bound it (by another
+    /// test's process: the pick is not a reservation) is started again on fresh ports; any
+    /// other exit, or no `n` within the deadline, fails with the logs.
+    fn wait_registered(&mut self, sport: u16, n: usize) {
+        let (start, timeout) = (Instant::now(), Duration::from_secs(90));
+        loop {
+            let seen = registered_executors(sport);
+            if seen == Some(n) {
+                return;
+            }
+            for i in 0..self.0.len() {
+                let p = &mut self.0[i];
+                if p.killed || p.args.first().is_none_or(|a| a != "executor") {
+                    continue;
+                }
+                let Some(status) = p.child.try_wait().unwrap() else { continue };
+                let log = std::fs::read_to_string(&p.log).unwrap_or_default();
+                assert!(log.contains("Address already in use"), "{} exited ({status}):\n{}", p.name, tail(&p.log));
+                eprintln!("{}: a picked port was taken; starting it again on fresh ports", p.name);
+                let mut args = p.args.clone();
+                for flag in ["--port", "--grpc-port"] {
+                    let at = args.iter().position(|a| a == flag).expect("executor ports are explicit");
+                    args[at + 1] = free_port().to_string();
+                }
+                let p = self.0.remove(i);
+                self.spawn_full(&p.name, &args, &p.log, &p.env, p.s3_endpoint.as_deref());
+                break;
+            }
+            if start.elapsed() >= timeout {
+                let logs: Vec<String> =
+                    self.0.iter().map(|p| format!("--- {} ---\n{}", p.name, tail(&p.log))).collect();
+                panic!("timed out after {timeout:?} waiting for {n} registered executors (the scheduler lists {seen:?}):\n{}", logs.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
     }
 }
 
 impl Drop for Procs {
     fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
+        for p in &mut self.0 {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
         }
     }
 }
@@ -119,10 +178,6 @@ fn executor_args(sport: u16, work: &Path, tasks: usize) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn tail(p: &Path) -> String {
@@ -276,9 +331,9 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
 
     // One executor.
     start_executor(&mut procs, "exec-a", &[]);
-    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    procs.wait_registered(sport, 1);
     let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "one"], limit);
-    procs.check_alive(&["scheduler", "exec-a"], &logs);
+    procs.check_alive(&["scheduler", "exec-a"]);
     assert_eq!(code, 0, "{err}\nexecutor:\n{}", tail(&logs.join("exec-a.log")));
     assert_same_outputs(dir, "local", "one");
     let w = workers(dir, "one");
@@ -286,9 +341,9 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
 
     // Two executors: the level's partitions are spread over both.
     start_executor(&mut procs, "exec-b", &[]);
-    wait_for("2 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(2));
+    procs.wait_registered(sport, 2);
     let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "two"], limit);
-    procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b"]);
     assert_eq!(code, 0, "{err}");
     assert_same_outputs(dir, "local", "two");
     let w = workers(dir, "two");
@@ -299,9 +354,9 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
     // died with it) again on the survivors; the client submits a solver query again if a
     // finished result was lost.
     let fault = |procs: &mut Procs, name: &str, flag: &str, inside: &[&str], done: &[&str], out: &str| {
-        wait_for("2 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(2));
+        procs.wait_registered(sport, 2);
         start_executor(procs, name, &[flag, "4000"]);
-        wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+        procs.wait_registered(sport, 3);
         let mut run = Procs::default();
         let run_log = dir.join(format!("run-{out}.log"));
         run.spawn("run", &["run", "job.toml", "-q", "--cluster", &cluster, "--out", out].map(String::from), &run_log);
@@ -319,7 +374,7 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
             .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
             .expect("the executor names itself");
         let code = run.wait_first(limit, &run_log);
-        procs.check_alive(&["scheduler", "exec-a", "exec-b"], &logs);
+        procs.check_alive(&["scheduler", "exec-a", "exec-b"]);
         let err = std::fs::read_to_string(&run_log).unwrap();
         assert_eq!(code, 0, "the run did not survive the killed executor {id}:\n{err}");
         assert_same_outputs(dir, "local", out);
@@ -338,6 +393,26 @@ fn loopback_cluster_matches_local_with_one_and_two_executors_and_survives_killed
         &[": subtable ", " groups", "protected and audited", "nominal stratum done", "nominal stratum failed"],
         "fault",
     );
+}
+
+/// An executor whose port is taken fails naming it (exit 1), before it contacts the
+/// scheduler: Ballista alone stopped such an executor without a word and exit 0, which no
+/// supervisor restarts.
+#[test]
+fn an_executor_on_a_taken_port_fails_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut args = executor_args(free_port(), d.path(), 1);
+    let at = args.iter().position(|a| a == "--port").unwrap();
+    args[at + 1] = port.to_string();
+    let mut procs = Procs::default();
+    let log = d.path().join("exec.log");
+    procs.spawn("exec", &args, &log);
+    let code = procs.wait_first(Duration::from_secs(60), &log);
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("cannot listen on 127.0.0.1:{port} (--port)")), "{err}");
 }
 
 /// Every file below `a` and `b` (outputs of the same job), except the reports, byte for byte;
@@ -454,10 +529,10 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_kills_whi
     for name in ["exec-a", "exec-b", "exec-c"] {
         start_executor(&mut procs, name, &[]);
     }
-    wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+    procs.wait_registered(sport, 3);
     let cluster = format!("df://127.0.0.1:{sport}");
     let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "three"], limit);
-    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
+    procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"]);
     assert_eq!(code, 0, "{err}");
     let files = assert_same_tree(dir, "local", "three");
     assert_eq!(files, 2 * parts + 1, "every part's two files and the output marker");
@@ -511,9 +586,9 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_kills_whi
     // before `not_yet`): only a complete run with local mode's bytes passes. Its id.
     let fault =
         |procs: &mut Procs, name: &str, flag: &str, inside: &str, not_yet: &str, out: &str, env: &[(&str, &str)]| {
-            wait_for("3 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(3));
+            procs.wait_registered(sport, 3);
             start_executor(procs, name, &[flag, "4000"]);
-            wait_for("4 registered executors", Duration::from_secs(30), || registered_executors(sport) == Some(4));
+            procs.wait_registered(sport, 4);
             let mut run = Procs::default();
             let run_log = dir.join(format!("run-{out}.log"));
             let args = ["run", "job.toml", "-q", "--cluster", &cluster, "--out", out].map(String::from);
@@ -530,7 +605,7 @@ fn executors_write_a_seven_dimension_table_like_local_mode_and_survive_kills_whi
                 .find_map(|l| l.strip_prefix("sdcflow ")?.split(": ").next().map(str::to_string))
                 .expect("the executor names itself");
             let code = run.wait_first(limit, &run_log);
-            procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"], dir);
+            procs.check_alive(&["scheduler", "exec-a", "exec-b", "exec-c"]);
             assert_eq!(code, 0, "the run did not survive the killed executor {id}:\n{}", tail(&run_log));
             assert_same_tree(dir, "local", out);
             id
@@ -584,7 +659,7 @@ fn a_tampering_executor_publishes_nothing() {
     let mut exec = executor_args(sport, &dir.join("work"), 1);
     exec.push("--test-tamper-results".into());
     procs.spawn("exec", &exec, &dir.join("exec.log"));
-    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    procs.wait_registered(sport, 1);
     let cluster = format!("df://127.0.0.1:{sport}");
     let (code, err) = run_bounded(dir, &["run", "job.toml", "-q", "--cluster", &cluster, "--out", "tampered"], limit);
     assert_eq!(code, 1, "a tampered result was accepted:\n{err}");
@@ -649,7 +724,7 @@ fn cluster_reads_and_writes_s3_and_removes_its_scratch() {
     wait_for("the scheduler's REST API", Duration::from_secs(30), || registered_executors(sport).is_some());
     let exec = executor_args(sport, &dir.join("work"), 2);
     procs.spawn_with("exec", &exec, &dir.join("exec.log"), Some(&endpoint));
-    wait_for("1 registered executor", Duration::from_secs(30), || registered_executors(sport) == Some(1));
+    procs.wait_registered(sport, 1);
     let cluster = format!("df://127.0.0.1:{sport}");
     let mut run = Procs::default();
     let log = dir.join("run-s3.log");

@@ -164,3 +164,27 @@ pub fn generate_data(dir: &Path, rows: u64, seed: u64, rows_per_part: u64, mean_
 pub fn default_enterprise_size() -> f64 {
     sdcflow::generate::GenerateOptions::default().mean_enterprise_size
 }
+
+/// A loopback port nothing listens on, for a child process to bind. Picked below the kernel's
+/// ephemeral range: a port the kernel hands out (bind to port 0) can be taken by any outgoing
+/// connection before the child binds it, and the cluster tests open many. Test processes
+/// start their picks at different places (by process id).
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (lo, hi) = (20_000u32, ephemeral_start.min(65_536));
+    if hi <= lo + 1_000 {
+        return std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    }
+    let base = std::process::id().wrapping_mul(7_919);
+    loop {
+        let port = (lo + base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(13)) % (hi - lo)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}

@@ -16,10 +16,6 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Starts moto on a free loopback port; `None` (with a message) when it is not installed, unless
 /// `SDCFLOW_REQUIRE_MOTO` is set (CI), where its absence fails the test.
 pub(crate) fn start_moto() -> Option<(Server, u16)> {
