@@ -240,6 +240,9 @@ pub struct WireOutcome {
     pattern: Option<String>,
     status: Option<SubtableStatus>,
     seconds_bits: u64,
+    /// The exact model's lower bound on the subtable's secondary cost, when it gave one.
+    #[serde(default)]
+    lower_bound_bits: Option<u64>,
     error: Option<String>,
 }
 
@@ -256,6 +259,7 @@ impl Wire for Solved<Result<SubtableOutcome, String>> {
                 pattern: Some(pattern_string(&o.pattern)),
                 status: Some(o.status),
                 seconds_bits: bits(o.seconds),
+                lower_bound_bits: o.lower_bound.map(bits),
                 error: None,
             },
             Err(e) => WireOutcome {
@@ -264,6 +268,7 @@ impl Wire for Solved<Result<SubtableOutcome, String>> {
                 pattern: None,
                 status: None,
                 seconds_bits: bits(0.0),
+                lower_bound_bits: None,
                 error: Some(e.clone()),
             },
         })
@@ -275,6 +280,7 @@ impl Wire for Solved<Result<SubtableOutcome, String>> {
                 pattern: parse_pattern(&p)?,
                 status,
                 seconds: float(w.seconds_bits),
+                lower_bound: w.lower_bound_bits.map(float),
                 worker: w.worker.clone(),
             }),
             _ => return Err("no pattern".into()),
@@ -639,6 +645,7 @@ mod tests {
             pattern: vec![true, false, true],
             status: SubtableStatus::Relaxed,
             seconds: 0.25,
+            lower_bound: Some(12.5),
             worker: String::new(),
         };
         let back = round_trip(&solved(Ok::<_, String>(o.clone()), "exec-1"));
@@ -1049,6 +1056,7 @@ mod golden {
             pattern: vec![true, false, true],
             status: SubtableStatus::Relaxed,
             seconds: 0.25,
+            lower_bound: Some(12.5),
             worker: String::new(),
         };
         let table = TableTask {

@@ -156,13 +156,13 @@ pub(crate) fn solve_subtable(
     local: &Table,
     opts: &ProtectOptions,
     deadline: &Deadline,
-) -> Result<Vec<bool>, SuppressError> {
+) -> Result<(Vec<bool>, Option<f64>), SuppressError> {
     let p = Problem::from_table(local, None);
     match opts.modular_inner {
         Method::Optimal if p.n() <= opts.optimal_max_cells => {
-            Ok(super::exact::run(&p, &subtable_options(opts), None, deadline)?.0)
+            super::exact::run(&p, &subtable_options(opts), None, deadline)
         }
-        _ => fast::run(&p, &large_subtable_options(opts), deadline),
+        _ => Ok((fast::run(&p, &large_subtable_options(opts), deadline)?, None)),
     }
 }
 
@@ -232,12 +232,18 @@ pub fn cleanup_gap_trials(time_limit_s: f64) -> usize {
 /// The cleanup budget (`cleanup_trials`) of the completion of HiTaS's merged pattern `merged`
 /// over `p`, and the lower bound on the secondary cost computed to decide it (`None` when the
 /// options decide alone: a budget asked for, the singleton rule's own cleanup, or none at all).
-pub(crate) fn default_cleanup(p: &Problem, merged: &[bool], opts: &ProtectOptions) -> (Option<usize>, Option<f64>) {
+/// `subtable_bound`: the subtables' bound on the whole table, if any ([`Levels`]).
+pub(crate) fn default_cleanup(
+    p: &Problem,
+    merged: &[bool],
+    opts: &ProtectOptions,
+    subtable_bound: Option<f64>,
+) -> (Option<usize>, Option<f64>) {
     if opts.cleanup_trials.is_some() || opts.singleton_rule || !opts.cleanup {
         return (opts.cleanup_trials, None);
     }
     let cost = super::secondary_cost_of(p, &super::output_statuses(p, merged));
-    let lb = super::best_bound(p, None, Some(cost));
+    let lb = super::best_bound(p, subtable_bound, Some(cost));
     let gap = super::relative_gap(cost, lb);
     trace(format_args!("HiTaS's merged pattern: {:.1} % gap to the lower bound", 100.0 * gap));
     ((gap > CLEANUP_GAP).then_some(cleanup_gap_trials(opts.budget_limit_s())), Some(lb))
@@ -311,6 +317,8 @@ pub struct SubtableOutcome {
     pub status: SubtableStatus,
     /// Seconds spent solving.
     pub seconds: f64,
+    /// The exact model's lower bound on the local secondary cost (`Solved` by it only).
+    pub lower_bound: Option<f64>,
     /// Where it ran (an executor identity on a cluster; empty in-process).
     pub worker: String,
 }
@@ -360,6 +368,7 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
         pattern,
         status,
         seconds: t0.elapsed().as_secs_f64(),
+        lower_bound: None,
         worker: String::new(),
     };
     let deadline = task_deadline(task);
@@ -367,7 +376,8 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
         return Ok(done(task.fallback.clone(), SubtableStatus::Skipped));
     }
     match solve_subtable(&task.local, &task.opts, &deadline) {
-        Ok(x) => return Ok(done(x, SubtableStatus::Solved)),
+        // The bound is the local problem's; a relaxed retry changes costs, so only here.
+        Ok((x, lower_bound)) => return Ok(SubtableOutcome { lower_bound, ..done(x, SubtableStatus::Solved) }),
         Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {}
         Err(SuppressError::TimeLimit { .. }) => return Ok(done(task.fallback.clone(), SubtableStatus::Skipped)),
         Err(e) => return Err(e),
@@ -378,7 +388,7 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
         local.set_cost(k, local.cells()[k].cost * 1000.0 + 1.0);
     }
     match solve_subtable(&local, &task.opts, &deadline) {
-        Ok(x) => Ok(done(x, SubtableStatus::Relaxed)),
+        Ok((x, _)) => Ok(done(x, SubtableStatus::Relaxed)),
         Err(SuppressError::Infeasible { .. } | SuppressError::Unprotected { .. }) => {
             Ok(done(task.fallback.clone(), SubtableStatus::Failed))
         }
@@ -387,23 +397,38 @@ pub fn solve_task(task: &SubtableTask) -> Result<SubtableOutcome, SuppressError>
     }
 }
 
+/// What [`run_levels`] returns.
+pub(crate) struct Levels {
+    /// The merged pattern; it still needs the global completion and audit ([`super::task`]:
+    /// closure, repair, cleanup).
+    pub merged: Vec<bool>,
+    /// Per-subtable figures.
+    pub reports: Vec<SubtableReport>,
+    /// A lower bound on the whole table's secondary cost from its subtables: the exact
+    /// model's bound when the only subtable is the whole table (a table without hierarchies).
+    /// Its local problem may mark more cells primary (those equal to a sensitive cell through
+    /// a single-part relation, which every pattern suppresses), so it bounds the table's
+    /// optimum from below. A subtable of a hierarchical table bounds nothing global: its cells'
+    /// protection may use cells outside it.
+    pub whole_table_bound: Option<f64>,
+}
+
 /// Protects the subtables of `table` (whose flat problem is `p`) top-down, each level's with
-/// `solver`; returns the merged pattern, which still needs the global completion and audit
-/// ([`super::task`]: closure, repair, cleanup). Levels not started before the hard stop are
-/// `Skipped` (recorded in `deadline`).
+/// `solver`. Levels not started before the hard stop are `Skipped` (recorded in `deadline`).
 pub(crate) fn run_levels(
     table: &Table,
     p: &Problem,
     opts: &ProtectOptions,
     deadline: &Deadline,
     solver: &dyn SubtableSolver,
-) -> Result<(Vec<bool>, Vec<SubtableReport>), SuppressError> {
+) -> Result<Levels, SuppressError> {
     let subs = subtables(table)?;
     let sens = propagate_trivial(p);
     let mut sup = p.initial();
     let mut decided = vec![false; p.n()];
     let mut inherit: Vec<f64> = vec![0.0; p.n()];
     let mut reports = Vec::with_capacity(subs.len());
+    let mut whole_table_bound = None;
     let mut start = 0;
     while start < subs.len() {
         let level = subs[start].level;
@@ -427,6 +452,7 @@ pub(crate) fn run_levels(
                 pattern: t.fallback,
                 status: SubtableStatus::Skipped,
                 seconds: 0.0,
+                lower_bound: None,
                 worker: String::new(),
             };
             tasks.into_iter().map(skip).collect()
@@ -454,6 +480,9 @@ pub(crate) fn run_levels(
             )));
         }
         for (s, out) in subs[start..end].iter().zip(results) {
+            if subs.len() == 1 && s.cells.len() == p.n() && out.status == SubtableStatus::Solved {
+                whole_table_bound = out.lower_bound;
+            }
             let local = &out.pattern;
             if local.len() != s.cells.len() {
                 return Err(SuppressError::Distributed(format!(
@@ -492,7 +521,7 @@ pub(crate) fn run_levels(
         }
         start = end;
     }
-    Ok((sup, reports))
+    Ok(Levels { merged: sup, reports, whole_table_bound })
 }
 
 /// The task of subtable `s` given the decisions of the levels above.
@@ -570,7 +599,7 @@ mod tests {
         assert!(subs.windows(2).all(|w| w[0].level <= w[1].level));
         // A subtable with its statuses set is solved by the pure function.
         let s = subs.last().unwrap();
-        let x = solve_subtable(&s.table, &ProtectOptions::default(), &Deadline::after(60.0)).unwrap();
+        let (x, _) = solve_subtable(&s.table, &ProtectOptions::default(), &Deadline::after(60.0)).unwrap();
         for (k, c) in s.table.cells().iter().enumerate() {
             if c.status == CellStatus::Primary {
                 assert!(x[k]);
@@ -631,7 +660,7 @@ mod tests {
             let sens = propagate_trivial(&p);
             let task = prepare(top, &p, &sens, &p.initial(), &vec![false; p.n()], &vec![0.0; p.n()], &o, 60.0);
             let local = &task.local;
-            let Ok(exact) = solve_subtable(local, &o, &Deadline::after(60.0)) else { continue };
+            let Ok((exact, bound)) = solve_subtable(local, &o, &Deadline::after(60.0)) else { continue };
             let cost =
                 |x: &[bool]| -> f64 { local.cells().iter().zip(x).filter(|(_, &s)| s).map(|(c, _)| c.cost).sum() };
             let free: Vec<usize> =
@@ -653,9 +682,57 @@ mod tests {
                 }
             }
             assert!((cost(&exact) - best).abs() <= 1e-6 * best.max(1.0), "seed {seed}: {} vs {best}", cost(&exact));
+            // Its bound is on the secondary cost, proven optimal here: the optimum's secondaries.
+            let fixed = cost(&local.cells().iter().map(|c| c.status.is_suppressed()).collect::<Vec<_>>());
+            let bound = bound.unwrap_or_else(|| panic!("seed {seed}: the exact model gave no bound"));
+            assert!(
+                (bound - (best - fixed)).abs() <= 1e-6 * best.max(1.0),
+                "seed {seed}: bound {bound}, optimum {}",
+                best - fixed
+            );
             checked += 1;
         }
         assert!(checked >= 3, "only {checked} top subtables needed secondaries");
+    }
+
+    /// A table without hierarchies is one subtable, the whole table: its exact model's bound
+    /// is the table's, so `modular` reports what its subtable's search proves: never above the
+    /// optimum, on some small tables the optimum itself (within the subtable budget), and at or
+    /// above the bound the table's relations give alone. Hierarchical tables report none.
+    #[test]
+    fn a_flat_tables_modular_bound_is_its_exact_models() {
+        let base = ProtectOptions { method: Method::Modular, singleton_rule: false, ..Default::default() };
+        let (mut tighter, mut proven) = (0, 0);
+        for seed in 20..28 {
+            let dims = if seed % 2 == 0 { vec![vec![4], vec![5]] } else { vec![vec![3], vec![4], vec![2]] };
+            let t = synth(dims, 0.9, 3.0, seed);
+            let p = Problem::from_table(&t, None);
+            let levels = run_levels(&t, &p, &base, &Deadline::after(600.0), &InProcess).unwrap();
+            let Some(bound) = levels.whole_table_bound else {
+                panic!("seed {seed}: no bound from the whole-table subtable")
+            };
+            let optimal =
+                super::super::protect(&t, &ProtectOptions { method: Method::Optimal, ..base.clone() }).unwrap();
+            assert_eq!(optimal.gap, Some(0.0), "seed {seed}: optimal proves these small tables");
+            let tol = 1e-6 * optimal.secondary_cost.max(1.0);
+            assert!(
+                bound <= optimal.secondary_cost + tol,
+                "seed {seed}: {bound} above the optimum {}",
+                optimal.secondary_cost
+            );
+            proven += usize::from(bound >= optimal.secondary_cost - tol);
+            let modular = super::super::protect(&t, &base).unwrap();
+            let lb = modular.lower_bound.unwrap();
+            assert!(lb >= bound - tol && lb <= modular.secondary_cost + tol, "seed {seed}: {lb}, {bound}");
+            let relations_alone = super::super::best_bound(&p, None, Some(modular.secondary_cost));
+            assert!(lb >= relations_alone - tol, "seed {seed}");
+            tighter += usize::from(lb > relations_alone + tol);
+        }
+        assert!(tighter > 0, "the exact bound is never tighter than the relations' on these tables");
+        assert!(proven > 0, "the subtable's search proves no optimum on these tables");
+        let t = table();
+        let p = Problem::from_table(&t, None);
+        assert_eq!(run_levels(&t, &p, &base, &Deadline::after(600.0), &InProcess).unwrap().whole_table_bound, None);
     }
 
     /// `cleanup_trials` asks the modular completion for a cleanup also without the singleton
@@ -694,8 +771,9 @@ mod tests {
         ] {
             let t = synth(dims, 0.8, 4.0, seed);
             let p = Problem::from_table(&t, None);
-            let (merged, _) = run_levels(&t, &p, &base, &Deadline::after(600.0), &InProcess).unwrap();
-            let (trials, bound) = default_cleanup(&p, &merged, &base);
+            let levels = run_levels(&t, &p, &base, &Deadline::after(600.0), &InProcess).unwrap();
+            let merged = levels.merged;
+            let (trials, bound) = default_cleanup(&p, &merged, &base, levels.whole_table_bound);
             let bound = bound.expect("decided on a bound");
             let gap = super::super::relative_gap(
                 super::super::secondary_cost_of(&p, &super::super::output_statuses(&p, &merged)),
@@ -716,16 +794,23 @@ mod tests {
         let p = Problem::from_table(&t, None);
         let all = vec![true; p.n()];
         assert_eq!(
-            default_cleanup(&p, &all, &ProtectOptions { cleanup_trials: Some(7), ..base.clone() }),
+            default_cleanup(&p, &all, &ProtectOptions { cleanup_trials: Some(7), ..base.clone() }, None),
             (Some(7), None)
         );
-        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { singleton_rule: true, ..base.clone() }), (None, None));
-        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }), (None, None));
-        assert_eq!(default_cleanup(&p, &all, &base).0, Some(250), "everything suppressed: far above (600-s limit)");
+        assert_eq!(
+            default_cleanup(&p, &all, &ProtectOptions { singleton_rule: true, ..base.clone() }, None),
+            (None, None)
+        );
+        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }, None), (None, None));
+        assert_eq!(
+            default_cleanup(&p, &all, &base, None).0,
+            Some(250),
+            "everything suppressed: far above (600-s limit)"
+        );
         // The budget follows the stated limit, not the clock: also with less of it left.
         let longer = ProtectOptions { time_limit_s: 1800.0, ..base.clone() };
-        assert_eq!(default_cleanup(&p, &all, &longer).0, Some(750));
-        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5)).0, Some(750));
+        assert_eq!(default_cleanup(&p, &all, &longer, None).0, Some(750));
+        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5), None).0, Some(750));
     }
 
     #[test]
@@ -765,13 +850,14 @@ mod tests {
                     pattern: t.fallback,
                     status: SubtableStatus::Skipped,
                     seconds: 0.0,
+                    lower_bound: None,
                     worker: "late".into(),
                 };
                 Ok(tasks.into_iter().map(skip).collect())
             }
         }
         let deadline = Deadline::after(600.0);
-        let (merged, reports) = run_levels(&t, &p, &o, &deadline, &LateExecutors).unwrap();
+        let Levels { merged, reports, .. } = run_levels(&t, &p, &o, &deadline, &LateExecutors).unwrap();
         assert!(reports.iter().all(|r| r.status == SubtableStatus::Skipped));
         assert_eq!(merged, p.initial());
         assert!(deadline.was_hit(), "stopped_by_time_limit is reported");
