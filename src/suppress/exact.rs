@@ -579,6 +579,7 @@ fn search(
             mip_max_nodes: Some(nodes),
             start: Some(best.iter().map(|&b| f64::from(u8::from(b))).collect()),
             always_presolve: false,
+            pseudocost_branching: true,
         };
         let s = match lp::solve(&lp, &o) {
             Ok(s) => s,
@@ -756,6 +757,7 @@ fn repair_master_pattern<'p, 'a>(
             mip_max_nodes: Some(MASTER_REPAIR_NODES),
             start: best.as_ref().map(|b| b.sup().iter().map(|&s| f64::from(u8::from(s))).collect()),
             always_presolve: false,
+            pseudocost_branching: true,
         };
         let Ok(s) = lp::solve(&r, &o) else { break };
         let y: Vec<bool> = s.columns.iter().map(|v| *v > 0.5).collect();
