@@ -398,10 +398,7 @@ pub fn protect_with(
     let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
     let p = before.unwrap_or_else(|| Problem::from_table(table, None));
     let pattern_cost = secondary_cost_of(&p, &statuses);
-    let method_bound = match (out.lower_bound, subtable_bound) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
+    let method_bound = out.lower_bound.into_iter().chain(subtable_bound).reduce(f64::max);
     let lower_bound = hitas_bound.unwrap_or_else(|| best_bound(&p, method_bound, Some(pattern_cost)));
     let mut prot = summarise(&p, statuses, opts.method, start, subtables, Some(lower_bound), out.audit);
     prot.worker = out.worker;
