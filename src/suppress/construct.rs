@@ -507,7 +507,12 @@ mod tests {
         assert_eq!(w.candidates.len(), 1);
         assert_eq!(w.candidates[0].1.len(), 2, "{:?}", w.candidates);
         assert_eq!(w.aud.offer(std::mem::take(&mut w.candidates)), 2);
-        let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
+        let o = ProtectOptions {
+            method: Method::Fast,
+            cleanup: false,
+            construction: Construction::Hypercube,
+            ..Default::default()
+        };
         let prot = protect(&t, &o).unwrap();
         assert_eq!((prot.audit.lps_solved, prot.audit.witnessed), (0, 2), "{:?}", prot.audit);
         let lp = lp_audit(&t, &prot.statuses, true, true);
@@ -552,7 +557,12 @@ mod tests {
         assert_eq!(w.aud.offer(std::mem::take(&mut w.candidates)), 2);
         assert!(w.aud.check().unwrap().is_empty());
         assert_eq!(w.aud.lps, 0);
-        let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
+        let o = ProtectOptions {
+            method: Method::Fast,
+            cleanup: false,
+            construction: Construction::Hypercube,
+            ..Default::default()
+        };
         let prot = protect(&t, &o).unwrap();
         let lp = lp_audit(&t, &prot.statuses, true, true);
         assert!(lp.is_clean() && lp.cells[0].cell == a);
@@ -605,7 +615,12 @@ mod tests {
         assert_eq!(w.aud.offer_moves(std::mem::take(&mut w.move_candidates)), 2);
         assert!(w.aud.check().unwrap().is_empty());
         assert_eq!(w.aud.lps, 0);
-        let o = ProtectOptions { method: Method::Fast, cleanup: false, ..Default::default() };
+        let o = ProtectOptions {
+            method: Method::Fast,
+            cleanup: false,
+            construction: Construction::Hypercube,
+            ..Default::default()
+        };
         let prot = protect(&t, &o).unwrap();
         assert_eq!(prot.secondaries, 5);
         let lp = lp_audit(&t, &prot.statuses, true, true);

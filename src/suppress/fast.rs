@@ -17,7 +17,9 @@
 //!    again. A cut that even suppressing every free cell cannot satisfy proves infeasibility:
 //!    fail closed. Singleton rule violations get a third suppression in the relation.
 //!
-//! On tables up to `ASSIGN_MAX_CELLS` cells with a geometry, step 1 is the cube assignment
+//! Step 1 is the closure alone on tables of at most [`CLOSURE_FIRST_MAX_CELLS`] cells and
+//! [`CLOSURE_FIRST_CELLS_PER_SECOND`] per second of the time limit. Above, on
+//! tables up to `ASSIGN_MAX_CELLS` cells with a geometry, it is the cube assignment
 //! ([`super::cubes`]: one hypercube per sensitive cell, sharing cells, improved by local search)
 //! followed by the closure of sensitive cells without a cube; larger tables use the parallel
 //! hypercube cover ([`Work::cover`]); see [`super::construct`].
@@ -42,11 +44,42 @@
 use super::budget::Deadline;
 use super::construct::complete;
 use super::problem::Problem;
-use super::{ProtectOptions, SuppressError};
+use super::{Construction, ProtectOptions, SuppressError};
 
-/// The fast method (see the module doc).
+/// Tables up to this many cells, and [`CLOSURE_FIRST_CELLS_PER_SECOND`] per second of the time
+/// limit, start the fast method from the closure of the primaries ([`method_construction`]);
+/// larger ones from hypercubes, whose certificates spare the audit its LPs.
+pub(crate) const CLOSURE_FIRST_MAX_CELLS: usize = 50_000;
+
+/// See [`CLOSURE_FIRST_MAX_CELLS`]. Why a share of the limit: the closure's first clean pattern
+/// needs attacker LPs over its whole suppressed component, and the hypercubes' does not. On
+/// c4-large (46,853 cells, release build, 2 cores) the closure's first audit took 263 s and its
+/// first clean pattern came at ~490 s of the 600-s limit, ~96 cells per second: a third of that
+/// leaves a slower machine its margin. At the 600-s default that is 18,000 cells, above which
+/// `auto` does not pick `fast` anyway; from a 1,667-s limit on, c4-large's size.
+pub(crate) const CLOSURE_FIRST_CELLS_PER_SECOND: f64 = 30.0;
+
+/// The first pattern of the fast method on `p` under `opts`: `Auto` is the closure on tables
+/// within [`CLOSURE_FIRST_MAX_CELLS`] (a work budget from the stated limit, never the clock).
+/// Why: a hypercube moves the sensitive cell's whole level through each of its corners, so
+/// where the neighbours are smaller than the level (dominance rules, enterprise tables) every
+/// cube takes large marginals; the closure and the audit's capacity cuts spread the movement
+/// over several small cells. Measured on the census-shaped suite and the README example's
+/// `salary` table (BENCHMARKS "Session 61"): the closure's pattern is cheaper on every one of
+/// them. The exact model's start keeps the cubes (its master MIPs improve on it).
+fn method_construction(p: &Problem, opts: &ProtectOptions) -> Construction {
+    let cells = (CLOSURE_FIRST_CELLS_PER_SECOND * opts.budget_limit_s()).min(CLOSURE_FIRST_MAX_CELLS as f64);
+    match opts.construction {
+        Construction::Auto if (p.n() as f64) <= cells => Construction::Closure,
+        c => c,
+    }
+}
+
+/// The fast method's steps (see the module doc) from the options' own construction: the
+/// building block of HiTaS's subtables too large for the exact model and of joined linked
+/// tables. A whole table protected by the fast method goes through [`run_certified`].
 pub(crate) fn run(p: &Problem, opts: &ProtectOptions, deadline: &Deadline) -> Result<Vec<bool>, SuppressError> {
-    Ok(run_certified(p, opts, deadline)?.0)
+    Ok(cleaned(p, opts, opts.construction, usize::MAX, deadline)?.0)
 }
 
 /// [`run`] with the cleanup also ending after `columns` attacker-LP columns
@@ -59,27 +92,30 @@ pub(crate) fn run_with_columns(
     columns: usize,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
-    cleaned(p, opts, columns, deadline)
+    cleaned(p, opts, opts.construction, columns, deadline)
 }
 
-/// [`run`], plus the final audit re-verified from the repair's certificates when possible
+/// The fast method on a whole table, from its own construction ([`method_construction`]), plus
+/// the final audit re-verified from the repair's certificates when possible
 /// ([`Auditor::recheck_or_reaudit`](super::audit::Auditor::recheck_or_reaudit)).
 pub(crate) fn run_certified(
     p: &Problem,
     opts: &ProtectOptions,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
-    cleaned(p, opts, usize::MAX, deadline)
+    cleaned(p, opts, method_construction(p, opts), usize::MAX, deadline)
 }
 
-/// The completed pattern, cleaned up within the options' trials and `columns` LP columns.
+/// The pattern completed from `construction`, cleaned up within the options' trials and
+/// `columns` LP columns.
 fn cleaned(
     p: &Problem,
     opts: &ProtectOptions,
+    construction: Construction,
     columns: usize,
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
-    let mut w = complete(p, p.initial(), opts.singleton_rule, opts.construction, deadline)?;
+    let mut w = complete(p, p.initial(), opts.singleton_rule, construction, deadline)?;
     if opts.cleanup {
         w.cleanup_columns = columns;
         w.group_trials = super::work::group_trials(opts.budget_limit_s());
@@ -92,7 +128,7 @@ fn cleaned(
 mod tests {
     use super::*;
     use crate::suppress::tests::{lp_audit, synthetic};
-    use crate::suppress::{protect, Construction, Method};
+    use crate::suppress::{protect, Method};
 
     /// Every pattern the cover leaves behind is completed into an audited one, with and
     /// without cleanup, and the cleanup never makes it more costly.
@@ -105,6 +141,37 @@ mod tests {
         let lp = lp_audit(&t, &clean.statuses, true, false);
         assert!(lp.is_clean());
         assert!(clean.secondary_cost <= raw.secondary_cost + 1e-9);
+    }
+
+    /// Every neighbour of the primary is smaller than its level, so each rectangle through it
+    /// takes its row total, its column total and the grand total; the closure and the audit's
+    /// cuts move it over two rectangles of small cells instead. The method's own construction
+    /// on a small table is the closure, and it costs less than the cubes, both LP-audited.
+    #[test]
+    fn the_closure_spreads_a_large_level_over_small_cells() {
+        use crate::suppress::tests::{grid, primary};
+        let mut t = grid(&[vec![30.0, 6.0, 6.0], vec![6.0, 6.0, 6.0], vec![6.0, 6.0, 6.0]], None);
+        primary(&mut t, &[1, 1], 10.0);
+        let base = ProtectOptions { method: Method::Fast, singleton_rule: false, ..Default::default() };
+        let closure = protect(&t, &base).unwrap();
+        let cubes = protect(&t, &ProtectOptions { construction: Construction::Hypercube, ..base.clone() }).unwrap();
+        for prot in [&closure, &cubes] {
+            assert!(lp_audit(&t, &prot.statuses, false, false).is_clean());
+        }
+        let total = t.find(&[0, 0]).unwrap();
+        assert!(cubes.statuses[total].is_suppressed(), "the cube takes the grand total");
+        assert!(!closure.statuses[total].is_suppressed());
+        assert!(
+            closure.secondary_cost < cubes.secondary_cost / 2.0,
+            "{} vs {}",
+            closure.secondary_cost,
+            cubes.secondary_cost
+        );
+        // A larger table keeps the cubes under a limit too short for the closure's audits.
+        let p = crate::suppress::problem::Problem::from_table(&t, None);
+        assert_eq!(method_construction(&p, &base), Construction::Closure);
+        let short = ProtectOptions { time_limit_s: (p.n() as f64 - 1.0) / CLOSURE_FIRST_CELLS_PER_SECOND, ..base };
+        assert_eq!(method_construction(&p, &short), Construction::Auto, "left to the cubes");
     }
 
     /// The exact model's start ([`run_with_columns`]): no columns leave the pattern before
@@ -130,7 +197,12 @@ mod tests {
         for seed in 10..13 {
             let t = synthetic(seed);
             for rule in [false, true] {
-                let base = ProtectOptions { method: Method::Fast, singleton_rule: rule, ..Default::default() };
+                let base = ProtectOptions {
+                    method: Method::Fast,
+                    singleton_rule: rule,
+                    construction: Construction::Hypercube,
+                    ..Default::default()
+                };
                 let raw = protect(&t, &ProtectOptions { cleanup: false, ..base.clone() }).unwrap();
                 let clean = protect(&t, &ProtectOptions { time_limit_s: 3.0, ..base }).unwrap();
                 for prot in [&raw, &clean] {

@@ -78,9 +78,11 @@ pub enum Method {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Construction {
-    /// `Hypercube` when the table's geometry is known (single tables, modular subtables),
-    /// else `Closure` (joined linked tables). Measured cheaper and faster than the closure on
-    /// every benchmark table (BENCHMARKS.md).
+    /// The fast method on a whole table: `Closure` on tables of at most
+    /// `fast::CLOSURE_FIRST_MAX_CELLS` cells and 30 per second of the time limit (cheaper on
+    /// every census-shaped table measured, BENCHMARKS "Session 61"). Above, and for the exact
+    /// model's start and HiTaS's large subtables, `Hypercube` when the table's geometry is known
+    /// (single tables, modular subtables), else `Closure` (joined linked tables).
     #[default]
     Auto,
     /// Relation-by-relation closure.
