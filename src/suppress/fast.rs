@@ -167,7 +167,7 @@ mod tests {
             closure.secondary_cost,
             cubes.secondary_cost
         );
-        // A larger table keeps the cubes under a limit too short for the closure's audits.
+        // Under a limit too short for the closure's audits the same table is left to the cubes.
         let p = crate::suppress::problem::Problem::from_table(&t, None);
         assert_eq!(method_construction(&p, &base), Construction::Closure);
         let short = ProtectOptions { time_limit_s: (p.n() as f64 - 1.0) / CLOSURE_FIRST_CELLS_PER_SECOND, ..base };

@@ -78,9 +78,9 @@ pub enum Method {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Construction {
-    /// The fast method on a whole table: `Closure` on tables of at most
-    /// `fast::CLOSURE_FIRST_MAX_CELLS` cells and 30 per second of the time limit (cheaper on
-    /// every census-shaped table measured, BENCHMARKS "Session 61"). Above, and for the exact
+    /// The fast method on a whole table: `Closure` on tables within
+    /// `fast::CLOSURE_FIRST_MAX_CELLS` and `fast::CLOSURE_FIRST_CELLS_PER_SECOND` of the time
+    /// limit (cheaper on every census-shaped table measured, BENCHMARKS "Session 61"). Above, and for the exact
     /// model's start and HiTaS's large subtables, `Hypercube` when the table's geometry is known
     /// (single tables, modular subtables), else `Closure` (joined linked tables).
     #[default]
