@@ -87,6 +87,22 @@ impl Deadline {
         }
     }
 
+    /// The stop of a first pattern that is only an alternative to a clean one already in hand
+    /// (`fast`'s closure after its cubes): no grace period, its wall is this stop (less the
+    /// reserve) — past it, the attempt fails and the caller publishes what it has. Its hits are
+    /// its own: the caller records them here ([`Self::record_hit`]).
+    pub fn without_grace(&self) -> Self {
+        let stop = self.stop();
+        Self {
+            from: self.from,
+            at: stop,
+            wall: stop,
+            limit_s: self.limit_s,
+            hit: AtomicBool::new(false),
+            reserve_ms: AtomicU64::new(0),
+        }
+    }
+
     /// Keeps `seconds` before the hard stop for the steps that follow every search and cannot
     /// be skipped — the final re-verification of the pattern, the lower bound, the figures —
     /// so that a run stopped by its limit still ends near it: the searches see the stop that
@@ -209,5 +225,22 @@ mod tests {
         assert!(d.reached() && d.was_hit());
         assert_eq!(d.left_s(), 0.0);
         assert!(!d.wall_reached(), "the grace period of the first pattern is not shortened");
+    }
+
+    /// An alternative first pattern has no grace period: its wall is the stop the searches
+    /// see (less the reserve), and its hits do not reach the deadline it came from.
+    #[test]
+    fn an_alternative_first_pattern_ends_at_the_stop() {
+        let d = Deadline::after(100.0);
+        d.reserve(20.0);
+        let alt = d.without_grace();
+        assert!(alt.wall() <= d.at() && alt.wall() + Duration::from_millis(1) >= d.at());
+        assert!(!alt.wall_reached() && !alt.reached());
+        assert_eq!(alt.limit_s(), 100.0);
+        let past = Deadline::left_of(0.0, 300.0).without_grace();
+        assert!(past.wall_reached(), "no grace: a stop already passed ends it at once");
+        let _ = past.error("the closure");
+        assert!(past.was_hit());
+        assert!(!d.was_hit());
     }
 }

@@ -80,9 +80,11 @@ pub enum Method {
 pub enum Construction {
     /// The fast method on a whole table: `Closure` on tables within
     /// `fast::CLOSURE_FIRST_MAX_CELLS` and `fast::CLOSURE_FIRST_CELLS_PER_SECOND` of the time
-    /// limit (cheaper on every census-shaped table measured, BENCHMARKS "Session 61"). Above, and for the exact
-    /// model's start and HiTaS's large subtables, `Hypercube` when the table's geometry is known
-    /// (single tables, modular subtables), else `Closure` (joined linked tables).
+    /// limit (cheaper on every census-shaped table measured, BENCHMARKS "Session 61"). Above,
+    /// and for the exact model's start and HiTaS's large subtables, `Hypercube` when the
+    /// table's geometry is known (single tables, modular subtables), else `Closure` (joined
+    /// linked tables); a whole table within `fast::CLOSURE_TRY_MAX_CELLS` then also tries the
+    /// closure in what is left of the limit and keeps the cheaper (`fast::cubes_then_closure`).
     #[default]
     Auto,
     /// Relation-by-relation closure.
