@@ -83,7 +83,7 @@ pub enum Construction {
     /// limit (cheaper on every census-shaped table measured, BENCHMARKS "Session 61"). Above,
     /// and for the exact model's start and HiTaS's large subtables, `Hypercube` when the
     /// table's geometry is known (single tables, modular subtables), else `Closure` (joined
-    /// linked tables); a whole table within `fast::CLOSURE_TRY_MAX_CELLS` then also tries the
+    /// linked tables); a whole table within `fast::CLOSURE_FIRST_MAX_CELLS` then also tries the
     /// closure in what is left of the limit and keeps the cheaper (`fast::cubes_then_closure`).
     #[default]
     Auto,
