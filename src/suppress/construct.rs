@@ -63,7 +63,7 @@ fn use_cover(p: &Problem, c: Construction) -> bool {
         && match c {
             Construction::Auto => true,
             Construction::Hypercube => true,
-            Construction::Closure => false,
+            Construction::Closure | Construction::SplitClosure => false,
         }
 }
 
@@ -401,6 +401,7 @@ pub(crate) fn complete<'p, 'a>(
         }
     }
     let mut w = Work::new(p, sup);
+    w.split_moves = construction == Construction::SplitClosure;
     if use_cover(p, construction) {
         let left = w.cover(deadline)?;
         trace(format_args!(
@@ -430,9 +431,10 @@ pub(crate) fn complete<'p, 'a>(
         w.close(order);
     }
     trace(format_args!(
-        "closure {:.1}s: {} suppressed",
+        "closure {:.1}s: {} suppressed, cost {:.3} %",
         t0.elapsed().as_secs_f64(),
-        w.sup().iter().filter(|&&x| x).count()
+        w.sup().iter().filter(|&&x| x).count(),
+        p.cost_percent(p.cost_of(w.sup()))
     ));
     w.repair(singleton_rule, deadline)?;
     Ok(w)

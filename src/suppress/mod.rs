@@ -84,11 +84,17 @@ pub enum Construction {
     /// and for the exact model's start and HiTaS's large subtables, `Hypercube` when the
     /// table's geometry is known (single tables, modular subtables), else `Closure` (joined
     /// linked tables); a whole table within `fast::CLOSURE_FIRST_MAX_CELLS` then also tries the
-    /// closure in what is left of the limit and keeps the cheaper (`fast::cubes_then_closure`).
+    /// closure and then `SplitClosure` in what is left of the limit and keeps the cheapest
+    /// (`fast::cubes_then_closure`).
     #[default]
     Auto,
     /// Relation-by-relation closure.
     Closure,
+    /// The closure whose partners share a cell's move in each relation, in proportion to
+    /// their capacities, instead of each carrying all of it (up to its own capacity): fewer
+    /// cells are closed in turn, more bounds are left to the audit's repair
+    /// (`fast::cubes_then_closure`; [`Work::close`](work::Work::close)).
+    SplitClosure,
     /// One hypercube per sensitive cell, chosen in parallel: every cell is certified by a
     /// combinatorial witness, so the audit of million-cell tables needs few LPs.
     Hypercube,
