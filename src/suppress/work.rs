@@ -248,7 +248,7 @@ impl<'p, 'a> Work<'p, 'a> {
     /// for the whole move makes every cell of the closure move as far as the primary, as the
     /// corners of a hypercube do, and closes ever more cells in turn. Measured on the
     /// enterprise table c4-ent (44,375 cells, 65 % primary): the closure suppressed 31.97 % of
-    /// the value, clean after the repair 32.00 %, where the whole-move closure's clean pattern
+    /// the value, clean after the repair 32.04 %, where the whole-move closure's clean pattern
     /// is 66.02 % (BENCHMARKS, "Session 63"). What it costs is the audit: more bounds fall
     /// short and are repaired from their single LPs.
     pub fn close(&mut self, queue: impl IntoIterator<Item = u32>) {
