@@ -127,7 +127,7 @@ pub(crate) fn run_certified(
 /// costs 8.03 % of the value against the cubes' 29.01 %, but its first clean pattern came at
 /// ~490 s of a 600-s limit on a 2-core machine, where the cubes' came at ~22 s (BENCHMARKS,
 /// "Sessions 61, 62"): a slower machine must still publish. The split closure is cheaper again
-/// where its audit finishes (c4-ent: 32.00 % against 66.02 %, "Session 63") and slower to
+/// where its audit finishes (c4-ent: 32.04 % against 66.02 %, "Session 63") and slower to
 /// audit, so it comes last. When the clock ends an attempt, the cheapest pattern found before
 /// is published and the run reports `stopped_by_time_limit`; otherwise the choice is the same
 /// on every machine.
@@ -194,7 +194,7 @@ fn finish(
 mod tests {
     use super::*;
     use crate::suppress::tests::{lp_audit, synthetic};
-    use crate::suppress::{protect, Method};
+    use crate::suppress::{output_statuses, protect, Method};
 
     /// Every pattern the cover leaves behind is completed into an audited one, with and
     /// without cleanup, and the cleanup never makes it more costly.
@@ -240,17 +240,6 @@ mod tests {
         assert_eq!(method_construction(&p, &short), Construction::Auto, "left to the cubes");
     }
 
-    /// `t`'s statuses with the cells of `sup` that `t` leaves published marked secondary.
-    fn statuses_of(t: &crate::table::Table, sup: &[bool]) -> Vec<crate::table::CellStatus> {
-        let mut st = t.statuses();
-        for (s, &x) in st.iter_mut().zip(sup) {
-            if x && !s.is_suppressed() {
-                *s = crate::table::CellStatus::Secondary;
-            }
-        }
-        st
-    }
-
     /// Options whose limit leaves a small table to the cubes, with 600 s on the clock.
     fn left_to_the_cubes() -> ProtectOptions {
         ProtectOptions {
@@ -280,7 +269,7 @@ mod tests {
         let cubes = cleaned(&p, &short, Construction::Hypercube, usize::MAX, &far).unwrap();
         assert!(p.cost_of(&closure.0) < p.cost_of(&cubes.0));
         assert_eq!(both.0, closure.0);
-        assert!(lp_audit(&t, &statuses_of(&t, &both.0), false, false).is_clean());
+        assert!(lp_audit(&t, &output_statuses(&p, &both.0), false, false).is_clean());
         assert!(!far.was_hit());
 
         // The stop has passed (the stated limit's grace period lets the cubes finish).
@@ -292,7 +281,7 @@ mod tests {
             cleaned(&p, &raw, Construction::Hypercube, usize::MAX, &Deadline::left_of(0.0, 300.0)).unwrap();
         assert_eq!(fallback.0, cubes_late.0);
         assert_ne!(fallback.0, closure.0);
-        assert!(lp_audit(&t, &statuses_of(&t, &fallback.0), false, false).is_clean());
+        assert!(lp_audit(&t, &output_statuses(&p, &fallback.0), false, false).is_clean());
     }
 
     /// The split closure asks each partner for its share of a move. The primary (level 10)
@@ -310,15 +299,15 @@ mod tests {
         let whole = complete(&p, p.initial(), false, Construction::Closure, &far).unwrap();
         let block: Vec<usize> =
             [[1, 1], [1, 2], [1, 3], [2, 1], [2, 2], [2, 3]].iter().map(|c| t.find(c).unwrap()).collect();
-        let sup = |w: &Work| (0..p.n()).filter(|&i| w.sup()[i]).collect::<Vec<_>>();
-        assert_eq!(sup(&split), block);
-        assert!(sup(&whole).contains(&t.find(&[3, 2]).unwrap()), "the whole move takes a 50");
+        let cells = |sup: &[bool]| (0..p.n()).filter(|&i| sup[i]).collect::<Vec<_>>();
+        assert_eq!(cells(split.sup()), block);
+        assert!(cells(whole.sup()).contains(&t.find(&[3, 2]).unwrap()), "the whole move takes a 50");
         assert!(p.cost_of(whole.sup()) > p.cost_of(split.sup()));
-        assert!(lp_audit(&t, &statuses_of(&t, split.sup()), false, false).is_clean());
+        assert!(lp_audit(&t, &output_statuses(&p, split.sup()), false, false).is_clean());
 
         let published = run_certified(&p, &left_to_the_cubes(), &far).unwrap();
-        assert_eq!((0..p.n()).filter(|&i| published.0[i]).collect::<Vec<_>>(), block);
-        assert!(lp_audit(&t, &statuses_of(&t, &published.0), false, false).is_clean());
+        assert_eq!(cells(&published.0), block);
+        assert!(lp_audit(&t, &output_statuses(&p, &published.0), false, false).is_clean());
         assert!(!far.was_hit());
     }
 
