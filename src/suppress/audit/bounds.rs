@@ -346,6 +346,9 @@ impl Auditor<'_, '_> {
         if todo.is_empty() {
             return Ok(());
         }
+        // The batch rounds get their own trace line: whether they or the single LPs take an
+        // audit's time differs between patterns (BENCHMARKS, "Session 64").
+        let batch_phase = super::Phase::start(self);
         // Components of the targets.
         let mut comp_of: crate::table::relations::FastMap<u32, usize> = Default::default();
         let mut comps: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
@@ -425,6 +428,7 @@ impl Auditor<'_, '_> {
             }
             singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
         }
+        batch_phase.end(self, format_args!("component LPs, batch rounds"));
         singles.sort_unstable();
         // A column cap refuses phase B's LPs before solving any of them when they would pass it
         // (decided from their count and sizes: the same on every machine).
