@@ -533,6 +533,17 @@ const BATCH_ROUNDS: usize = 16;
 /// LPs with them against 167 without, and c3-enterprises' (~9,000 cells) gains nothing.
 const SETTLED_CAPS_MIN_CELLS: usize = 50_000;
 
+/// Components from this many cells up to [`SETTLED_CAPS_MIN_CELLS`] release the reached targets'
+/// caps and solve each batch round from scratch; smaller ones hot-start each round from the
+/// last. Why: on a component this large the hot start's phase 1 after thousands of released
+/// caps took longer than a new solve. c4-large's published pattern (one 35,769-cell component):
+/// 28–52 s a round against 2–7 s, the batch rounds of its audit 184 s against 49 s, every bound
+/// certified either way; c4-ent's split closure (~41 k cells) clean at 111 s instead of 472 s
+/// (BENCHMARKS, "Session 65"). Below it the phase 1 costs less and the suite's patterns stay as
+/// they were: from scratch, HiTaS's merge of c4-hier (~17,700 cells) took its batch rounds in
+/// 17 s instead of 86 s, but its repair took another path, to 4.97 % of the value against 4.91 %.
+const COLD_ROUNDS_MIN_CELLS: usize = 30_000;
+
 /// Attacker LPs of one component solved in a row from one hot start ([`CompLp::warm`]): the
 /// first from scratch, the others from the previous basis.
 const WARM_RUN: usize = 32;
@@ -562,9 +573,11 @@ fn run_batches(
 ) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
     for g in groups {
-        // One hot start per direction: every target's cap moves when the direction changes,
-        // so the last basis would be neither primal nor dual feasible.
-        let mut how = lp.warm();
+        // Each round from scratch or from the last round's basis (`COLD_ROUNDS_MIN_CELLS`). One
+        // hot start per direction: every target's cap moves when the direction changes, so the
+        // last basis would be neither primal nor dual feasible.
+        let cold = (COLD_ROUNDS_MIN_CELLS..SETTLED_CAPS_MIN_CELLS).contains(&lp.cells.len());
+        let mut how = if cold { Solves::Cold } else { lp.warm() };
         let limits = RoundLimits { min_targets: 2, max_lps, checked };
         let left = batch_rounds(p, lp, &mut how, g.clone(), limits, &mut out)?;
         out.left.extend(left);
