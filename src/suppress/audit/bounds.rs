@@ -528,9 +528,10 @@ const BATCH_ROUNDS: usize = 16;
 /// reached ([`CompLp::batch_with`]'s `settled`). Why: releasing those caps moves the columns
 /// HiGHS holds at them, so the next round's hot start is primal infeasible; on HiTaS's merge of
 /// a 5-dimensional census table (one 93 k-cell component) that phase 1 took minutes per round,
-/// with the caps kept each round takes 0.1–24 s. On small components the phase 1 is cheap and
-/// the caps cost certificates: c3-persons' first audit (components of ~2,500 cells) took 2,046
-/// LPs with them against 167 without, and c3-enterprises' (~9,000 cells) gains nothing.
+/// with the caps kept each round takes 0.1–24 s. On smaller components the caps cost
+/// certificates: c3-persons' first audit (components of ~2,500 cells) took 2,046 LPs with them
+/// against 167 without, and c3-enterprises' (~9,000 cells) gains nothing; there the caps are
+/// released, and the rounds from [`COLD_ROUNDS_MIN_CELLS`] cells are solved from scratch.
 const SETTLED_CAPS_MIN_CELLS: usize = 50_000;
 
 /// Components from this many cells up to [`SETTLED_CAPS_MIN_CELLS`] release the reached targets'
