@@ -451,32 +451,59 @@ impl Auditor<'_, '_> {
             }
         }
         // Phase B: one LP per remaining (target, direction), hot-started from the previous LP of
-        // the same component in runs of at most WARM_RUN (fixed runs in target order: the same
-        // witnesses on any number of threads).
+        // the same component in runs of at most `warm_run` (fixed runs in target order: the
+        // same witnesses on any number of threads).
         let exact = self.exact;
         let checked = self.checked.as_ref();
         let mut runs: Vec<&[(usize, usize, usize)]> = Vec::new();
         for comp in singles.chunk_by(|a, b| a.0 == b.0) {
-            runs.extend(comp.chunks(WARM_RUN));
+            runs.extend(comp.chunks(warm_run(lps[comp[0].0].cells.len())));
         }
+        let t1 = std::time::Instant::now();
+        // Microseconds of the runs' first LPs (from scratch) and of the rest (hot-started).
+        let spent = [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)];
         let res: Vec<Vec<_>> = runs
             .par_iter()
             .map(|run| {
                 let mut how = lps[run[0].0].warm();
                 run.iter()
-                    .map(|&(ci, k, d)| {
+                    .enumerate()
+                    .map(|(i, &(ci, k, d))| {
+                        let t = std::time::Instant::now();
                         let s = &p.sens[k];
                         let n = need(s, d);
-                        let cap = if exact { f64::INFINITY } else { n.max(s.spl) };
+                        // The target's whole range in this direction: no cap (`LONG_WARM_RUN`).
+                        let range = if d == 0 { p.lo_gap[s.cell as usize] } else { p.up_gap[s.cell as usize] };
+                        let cap = if exact {
+                            f64::INFINITY
+                        } else if cold_rounds(lps[ci].cells.len()) && range.is_finite() {
+                            range
+                        } else {
+                            n.max(s.spl)
+                        };
                         let cut_at = if is_sliding(s) { n.max(s.spl) } else { n };
                         let r = attack(p, sup, &lps[ci], &mut how, (k, d), cap, cut_at);
                         tick(checked, 1);
+                        let us = t.elapsed().as_micros() as u64;
+                        spent[usize::from(i > 0)].fetch_add(us, std::sync::atomic::Ordering::Relaxed);
                         r
                     })
                     .collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<_, _>>()?;
         let res: Vec<_> = res.into_iter().flatten().collect();
+        let s = t1.elapsed().as_secs_f64();
+        if super::super::trace::enabled() && s >= super::Phase::TRACE_SECONDS {
+            let cpu = spent.map(|a| a.into_inner() as f64 / 1e6);
+            super::super::trace::trace(format_args!(
+                "audit component LPs, single LPs: {} in {} hot-started runs, {s:.1}s; CPU {:.1}s in the runs' first \
+                 LPs, {:.1}s in the others",
+                res.len(),
+                runs.len(),
+                cpu[0],
+                cpu[1]
+            ));
+        }
         self.solved(res.len(), singles.iter().map(|&(ci, ..)| lps[ci].cells.len()).sum());
         let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
         for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
@@ -549,6 +576,31 @@ const COLD_ROUNDS_MIN_CELLS: usize = 30_000;
 /// first from scratch, the others from the previous basis.
 const WARM_RUN: usize = 32;
 
+/// [`WARM_RUN`] on the components whose batch rounds are solved from scratch
+/// ([`cold_rounds`]). Why: there the first LP of a run is most of the run's time. On
+/// c4-large's closure (one ~35 k-cell component) the first audit's 778 single LPs took 66 s in
+/// 25 runs, 112 s of CPU in the runs' first LPs and 17 s in the other 753; in 4 runs they take
+/// 21 s (BENCHMARKS, "Session 66"). Their single LPs also go without the target's cap, so that
+/// a hot start changes only the objective and stays in the simplex's phase 2: on c4-large's
+/// published pattern 256 hot-started single LPs that reached their targets took 584 s with
+/// the cap and 154 s without (session 65). A shortfall's LP never meets its cap either way.
+const LONG_WARM_RUN: usize = 256;
+
+/// Whether a component of `cells` cells solves its batch rounds from scratch: from
+/// [`COLD_ROUNDS_MIN_CELLS`] up to [`SETTLED_CAPS_MIN_CELLS`] cells.
+fn cold_rounds(cells: usize) -> bool {
+    (COLD_ROUNDS_MIN_CELLS..SETTLED_CAPS_MIN_CELLS).contains(&cells)
+}
+
+/// The hot-started runs' length of a component of `cells` cells.
+fn warm_run(cells: usize) -> usize {
+    if cold_rounds(cells) {
+        LONG_WARM_RUN
+    } else {
+        WARM_RUN
+    }
+}
+
 /// Component LP `lp`'s attack on target `(k, d)` of pattern `sup` (capped at `cap`, a cut
 /// below `cut_at`), hot-started from the previous solve of `how`.
 fn attack(
@@ -577,7 +629,7 @@ fn run_batches(
         // Each round from scratch or from the last round's basis (`COLD_ROUNDS_MIN_CELLS`). One
         // hot start per direction: every target's cap moves when the direction changes, so the
         // last basis would be neither primal nor dual feasible.
-        let cold = (COLD_ROUNDS_MIN_CELLS..SETTLED_CAPS_MIN_CELLS).contains(&lp.cells.len());
+        let cold = cold_rounds(lp.cells.len());
         let mut how = if cold { Solves::Cold } else { lp.warm() };
         let limits = RoundLimits { min_targets: 2, max_lps, checked };
         let left = batch_rounds(p, lp, &mut how, g.clone(), limits, &mut out)?;
