@@ -384,6 +384,9 @@ impl Auditor<'_, '_> {
         let checked = self.checked.as_ref();
         // Under a column cap each component's batch LPs stop at its share of what is left.
         let left = self.column_cap.map(|cap| cap.saturating_sub(self.lp_columns));
+        let cold_cells = self.cold_rounds.clone();
+        let cold = |lp: &CompLp| cold_cells.contains(&lp.cells.len());
+        let min_targets = self.batch_min_targets;
         let batch: Vec<BatchOut> = if left.is_none() {
             // The two directions of a component are independent runs (each its own hot start),
             // so they run side by side: on HiTaS's merge of c4-hier (one ~21 k-cell component)
@@ -392,7 +395,9 @@ impl Auditor<'_, '_> {
             let jobs: Vec<(usize, usize)> = (0..lps.len()).flat_map(|ci| [(ci, 0), (ci, 1)]).collect();
             let outs: Vec<BatchOut> = jobs
                 .par_iter()
-                .map(|&(ci, d)| run_batches(p, &lps[ci], &groups[ci][d..=d], checked, None))
+                .map(|&(ci, d)| {
+                    run_batches(p, &lps[ci], &groups[ci][d..=d], checked, (None, min_targets), cold(&lps[ci]))
+                })
                 .collect::<Result<_, _>>()?;
             let mut outs = outs.into_iter();
             (0..lps.len())
@@ -410,7 +415,10 @@ impl Auditor<'_, '_> {
             groups
                 .par_iter()
                 .enumerate()
-                .map(|(ci, g)| run_batches(p, &lps[ci], g, checked, left.map(|l| l / lps[ci].cells.len().max(1))))
+                .map(|(ci, g)| {
+                    let max_lps = left.map(|l| l / lps[ci].cells.len().max(1));
+                    run_batches(p, &lps[ci], g, checked, (max_lps, min_targets), cold(&lps[ci]))
+                })
                 .collect::<Result<_, _>>()?
         };
         // The batch rounds get their own trace line: whether they or the single LPs take an
@@ -451,13 +459,14 @@ impl Auditor<'_, '_> {
             }
         }
         // Phase B: one LP per remaining (target, direction), hot-started from the previous LP of
-        // the same component in runs of at most `warm_run` (fixed runs in target order: the
-        // same witnesses on any number of threads).
+        // the same component in runs of at most WARM_RUN, or LONG_WARM_RUN on the components
+        // whose batch rounds are solved from scratch (fixed runs in target order: the same
+        // witnesses on any number of threads).
         let exact = self.exact;
         let checked = self.checked.as_ref();
         let mut runs: Vec<&[(usize, usize, usize)]> = Vec::new();
         for comp in singles.chunk_by(|a, b| a.0 == b.0) {
-            runs.extend(comp.chunks(warm_run(lps[comp[0].0].cells.len())));
+            runs.extend(comp.chunks(if cold(&lps[comp[0].0]) { LONG_WARM_RUN } else { WARM_RUN }));
         }
         let t1 = std::time::Instant::now();
         // Microseconds of the runs' first LPs (from scratch) and of the rest (hot-started).
@@ -476,7 +485,7 @@ impl Auditor<'_, '_> {
                         let range = if d == 0 { p.lo_gap[s.cell as usize] } else { p.up_gap[s.cell as usize] };
                         let cap = if exact {
                             f64::INFINITY
-                        } else if cold_rounds(lps[ci].cells.len()) && range.is_finite() {
+                        } else if cold(&lps[ci]) && range.is_finite() {
                             range
                         } else {
                             n.max(s.spl)
@@ -577,7 +586,7 @@ const COLD_ROUNDS_MIN_CELLS: usize = 30_000;
 const WARM_RUN: usize = 32;
 
 /// [`WARM_RUN`] on the components whose batch rounds are solved from scratch
-/// ([`cold_rounds`]). Why: there the first LP of a run is most of the run's time. On
+/// ([`Auditor::cold_rounds`]). Why: there the first LP of a run is most of the run's time. On
 /// c4-large's closure (one ~35 k-cell component) the first audit's 778 single LPs took 66 s in
 /// 25 runs, 112 s of CPU in the runs' first LPs and 17 s in the other 753; in 4 runs they take
 /// 21 s (BENCHMARKS, "Session 66"). Their single LPs also go without the target's cap, so that
@@ -586,20 +595,9 @@ const WARM_RUN: usize = 32;
 /// the cap and 154 s without (session 65). A shortfall's LP never meets its cap either way.
 const LONG_WARM_RUN: usize = 256;
 
-/// Whether a component of `cells` cells solves its batch rounds from scratch: from
-/// [`COLD_ROUNDS_MIN_CELLS`] up to [`SETTLED_CAPS_MIN_CELLS`] cells.
-fn cold_rounds(cells: usize) -> bool {
-    (COLD_ROUNDS_MIN_CELLS..SETTLED_CAPS_MIN_CELLS).contains(&cells)
-}
-
-/// The hot-started runs' length of a component of `cells` cells.
-fn warm_run(cells: usize) -> usize {
-    if cold_rounds(cells) {
-        LONG_WARM_RUN
-    } else {
-        WARM_RUN
-    }
-}
+/// Component sizes (cells) whose batch rounds are solved from scratch and whose single LPs run
+/// [`LONG_WARM_RUN`] long without the target's cap ([`Auditor::cold_rounds`]).
+pub(super) const COLD_ROUNDS_CELLS: std::ops::Range<usize> = COLD_ROUNDS_MIN_CELLS..SETTLED_CAPS_MIN_CELLS;
 
 /// Component LP `lp`'s attack on target `(k, d)` of pattern `sup` (capped at `cap`, a cut
 /// below `cut_at`), hot-started from the previous solve of `how`.
@@ -622,16 +620,16 @@ fn run_batches(
     lp: &CompLp,
     groups: &[Vec<(usize, usize)>],
     checked: Option<&Checked>,
-    max_lps: Option<usize>,
+    (max_lps, min_targets): (Option<usize>, usize),
+    cold: bool,
 ) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
     for g in groups {
         // Each round from scratch or from the last round's basis (`COLD_ROUNDS_MIN_CELLS`). One
         // hot start per direction: every target's cap moves when the direction changes, so the
         // last basis would be neither primal nor dual feasible.
-        let cold = cold_rounds(lp.cells.len());
         let mut how = if cold { Solves::Cold } else { lp.warm() };
-        let limits = RoundLimits { min_targets: 2, max_lps, checked };
+        let limits = RoundLimits { min_targets, max_lps, checked };
         let left = batch_rounds(p, lp, &mut how, g.clone(), limits, &mut out)?;
         out.left.extend(left);
     }

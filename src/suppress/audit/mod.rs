@@ -170,6 +170,11 @@ pub(crate) struct Auditor<'p, 'a> {
     pub retry_deferred: Option<SmallBatches>,
     /// [`LOCALIZE_SKIP_COMPONENT`] (tests lower it).
     pub(crate) localize_skip_component: usize,
+    /// [`bounds::COLD_ROUNDS_CELLS`] (tests widen it).
+    pub(crate) cold_rounds: std::ops::Range<usize>,
+    /// A component's batch rounds stop when fewer targets than this are left (tests raise it
+    /// to leave every bound to the single LPs).
+    pub(crate) batch_min_targets: usize,
 }
 
 /// Ball radii (relation hops) and size limits of the local attacker LPs, tried in order.
@@ -246,6 +251,8 @@ impl<'p, 'a> Auditor<'p, 'a> {
             defer_singles: None,
             retry_deferred: None,
             localize_skip_component: LOCALIZE_SKIP_COMPONENT,
+            cold_rounds: bounds::COLD_ROUNDS_CELLS,
+            batch_min_targets: 2,
         }
     }
 
@@ -1151,5 +1158,61 @@ mod tests {
         let before = aud.lps;
         assert!(aud.check().unwrap().is_empty());
         assert_eq!(aud.lps, before, "restored certificates need no LP");
+    }
+
+    /// Single LPs in long hot-started runs without the target's cap (on the components whose
+    /// batch rounds are solved from scratch, here widened to every size) decide every bound as
+    /// the short capped runs do: the same shortfalls, and witnesses for the others that the
+    /// exact re-verification accepts. Without batch rounds, so that the single LPs decide all.
+    #[test]
+    fn long_uncapped_runs_decide_as_short_capped_ones() {
+        use crate::suppress::problem::Fix;
+        use crate::suppress::{protect, Method, ProtectOptions};
+        let (mut shortfalls, mut certifications) = (0, 0);
+        for seed in 1..=3 {
+            let t = crate::suppress::tests::synthetic(seed);
+            let o =
+                ProtectOptions { method: Method::Fast, cleanup: false, singleton_rule: false, ..Default::default() };
+            let full = protect(&t, &o).unwrap();
+            let p = Problem::from_table(&t, None);
+            // The first secondary whose publication leaves some bounds short and others held.
+            let full: Vec<bool> = full.statuses.iter().map(|s| s.is_suppressed()).collect();
+            let without = |i: usize| {
+                let mut sup = full.clone();
+                sup[i] = false;
+                sup
+            };
+            let mixed = |i: &usize| {
+                let short = Auditor::new(&p, without(*i)).check().unwrap().len();
+                short > 0 && short < 2 * p.sens.len()
+            };
+            let Some(i) = (0..p.n()).filter(|&i| full[i] && p.fix[i] == Fix::Free).find(mixed) else { continue };
+            let sup = without(i);
+            let decide = |cold: std::ops::Range<usize>| {
+                let mut a = Auditor::new(&p, sup.clone());
+                (a.lp_only, a.batch_min_targets, a.cold_rounds) = (true, usize::MAX, cold);
+                let mut short: Vec<usize> = a.check().unwrap().iter().map(|f| f.sens).collect();
+                short.sort_unstable();
+                // Each certified bound's witness, verified exactly: a move the pattern allows
+                // that takes the target as far as its level.
+                let mut certified = 0;
+                for (k, certs) in a.certs.iter().enumerate() {
+                    for (d, c) in certs.iter().enumerate() {
+                        let (Cert::Ok(w, _), n) = (c, need(&p.sens[k], d)) else { continue };
+                        let z = certificates::feasible_move(&p, &a.sup, &a.witnesses.to_vec(*w));
+                        let moved = z.and_then(|z| z.get(&p.sens[k].cell).copied()).unwrap_or(0.0);
+                        let dir = if d == 0 { -1.0 } else { 1.0 };
+                        assert!(n <= 0.0 || dir * moved >= n - super::super::attacker::tolerance(n), "seed {seed}");
+                        certified += 1;
+                    }
+                }
+                (short, certified)
+            };
+            let (short, certified) = decide(bounds::COLD_ROUNDS_CELLS);
+            assert_eq!(decide(0..usize::MAX), (short.clone(), certified), "seed {seed}");
+            shortfalls += short.len();
+            certifications += certified;
+        }
+        assert!(shortfalls > 0 && certifications > 0, "the single LPs must find both");
     }
 }
