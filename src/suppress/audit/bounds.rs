@@ -625,7 +625,7 @@ fn run_batches(
 ) -> Result<BatchOut, SuppressError> {
     let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
     for g in groups {
-        // Each round from scratch or from the last round's basis (`COLD_ROUNDS_MIN_CELLS`). One
+        // Each round from scratch or from the last round's basis (`cold`: `Auditor::cold_rounds`). One
         // hot start per direction: every target's cap moves when the direction changes, so the
         // last basis would be neither primal nor dual feasible.
         let mut how = if cold { Solves::Cold } else { lp.warm() };
