@@ -431,7 +431,8 @@ pub(crate) fn complete<'p, 'a>(
         w.close(order);
     }
     trace(format_args!(
-        "closure {:.1}s: {} suppressed, cost {:.3} %",
+        "{} {:.1}s: {} suppressed, cost {:.3} %",
+        if w.split_moves { "split closure" } else { "closure" },
         t0.elapsed().as_secs_f64(),
         w.sup().iter().filter(|&&x| x).count(),
         p.cost_percent(p.cost_of(w.sup()))
