@@ -111,22 +111,36 @@ impl Auditor<'_, '_> {
                 if n <= 0.0 {
                     continue;
                 }
-                let sym = self.symmetric[w as usize];
                 if ok_wit[w as usize] == 0 {
-                    let z = self.witnesses.to_vec(w);
-                    let ok = feasible_move(p, &self.sup, &z).is_some() && (!sym || negation_within_bounds(p, &z));
-                    ok_wit[w as usize] = if ok { 1 } else { 2 };
+                    ok_wit[w as usize] = if self.witness_holds(w) { 1 } else { 2 };
                 }
-                let dir = if d == 0 { -1.0 } else { 1.0 };
-                // The map of `feasible_move` keeps a repeated cell's last entry.
-                let zt = self.witnesses.moves(w).filter(|(c, _)| *c == s.cell).last().map_or(0.0, |x| x.1);
-                let reach = if sym { (dir * zt).abs() } else { dir * zt };
-                if ok_wit[w as usize] != 1 || reach < n - tolerance(n) {
+                if ok_wit[w as usize] != 1 || self.witness_reach(w, k, d) < n - tolerance(n) {
                     bad.push((k, d));
                 }
             }
         }
         Some(bad)
+    }
+
+    /// Whether witness `w` is a move the pattern allows: relations balanced, every cell within
+    /// its bounds, only suppressed cells moved; for a symmetric witness, its negation too.
+    pub(super) fn witness_holds(&self, w: u32) -> bool {
+        let z = self.witnesses.to_vec(w);
+        feasible_move(self.p, &self.sup, &z).is_some()
+            && (!self.symmetric[w as usize] || negation_within_bounds(self.p, &z))
+    }
+
+    /// How far witness `w` moves sensitive cell `k` in direction `d` (0 = down, 1 = up).
+    pub(super) fn witness_reach(&self, w: u32, k: usize, d: usize) -> f64 {
+        let dir = if d == 0 { -1.0 } else { 1.0 };
+        // The map of `feasible_move` keeps a repeated cell's last entry.
+        let cell = self.p.sens[k].cell;
+        let zt = self.witnesses.moves(w).filter(|(c, _)| *c == cell).last().map_or(0.0, |x| x.1);
+        if self.symmetric[w as usize] {
+            (dir * zt).abs()
+        } else {
+            dir * zt
+        }
     }
 
     /// The audit report of the certificates held, `None` unless every sensitive cell is
