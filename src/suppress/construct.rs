@@ -359,6 +359,18 @@ fn box_moves(
     }
     Some(out)
 }
+/// LP columns (bounds × component cells) per second of the stated time limit from which the
+/// bounds an audit's batch rounds leave in the split closure's repair are closed with whole
+/// moves instead of getting a single LP each ([`Work::split_closure`](super::work::Work::split_closure)):
+/// 24 M at the 600-s default. A work budget from the job, so the same on every machine. Why
+/// this rate: on c4-large's split closure (one 31,399-cell component) the first audit's single
+/// LPs ran at ~150 k columns a second (136.5 M in 912 s, 2 cores), so those it keeps take at
+/// most about a quarter of the limit. Measured (BENCHMARKS, "Session 67"): c4-ent's first
+/// audit leaves 56 bounds over a 41 k-cell component (2.3 M columns: single LPs, as before),
+/// c4-large's 4,491 over 31,399 cells (141 M: closed whole at 600 s; single LPs from a
+/// ~3,500-s limit on).
+const SPLIT_DEFER_COLUMNS_PER_SECOND: f64 = 40_000.0;
+
 /// Closure of `sup` then repair: a clean pattern containing `sup`, or an error.
 pub(crate) fn complete<'p, 'a>(
     p: &'p Problem<'a>,
@@ -401,7 +413,9 @@ pub(crate) fn complete<'p, 'a>(
         }
     }
     let mut w = Work::new(p, sup);
-    w.split_moves = construction == Construction::SplitClosure;
+    if construction == Construction::SplitClosure {
+        w.split_closure((SPLIT_DEFER_COLUMNS_PER_SECOND * deadline.limit_s()) as usize);
+    }
     if use_cover(p, construction) {
         let left = w.cover(deadline)?;
         trace(format_args!(
@@ -426,9 +440,7 @@ pub(crate) fn complete<'p, 'a>(
         // and ~25 s against 109 s), so the searches stop that much before the limit.
         deadline.reserve(certifying_s);
     } else {
-        let mut order: Vec<u32> = (0..p.n() as u32).filter(|&i| w.sup()[i as usize]).collect();
-        order.sort_by(|&a, &b| w.req[b as usize].total_cmp(&w.req[a as usize]).then(a.cmp(&b)));
-        w.close(order);
+        w.close(by_requirement(&w));
     }
     trace(format_args!(
         "{} {:.1}s: {} suppressed, cost {:.3} %",
@@ -438,7 +450,16 @@ pub(crate) fn complete<'p, 'a>(
         p.cost_percent(p.cost_of(w.sup()))
     ));
     w.repair(singleton_rule, deadline)?;
+    // Later audits (the cleanup's) decide every bound, as after the other constructions.
+    (w.aud.defer_singles, w.aud.defer_min_columns) = (None, 0);
     Ok(w)
+}
+
+/// The suppressed cells of `w`, largest requirement first: the closure's order.
+fn by_requirement(w: &Work) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..w.p.n() as u32).filter(|&i| w.sup()[i as usize]).collect();
+    order.sort_by(|&a, &b| w.req[b as usize].total_cmp(&w.req[a as usize]).then(a.cmp(&b)));
+    order
 }
 
 #[cfg(test)]
@@ -629,5 +650,35 @@ mod tests {
         let lp = lp_audit(&t, &prot.statuses, true, true);
         assert!(lp.is_clean());
         assert!(lp.cells[0].cell == a && lp.cells[0].hi >= 33.0 - 1e-6 && lp.cells[0].lo <= 27.0 + 1e-6);
+    }
+
+    /// The split closure's repair closes with whole moves the sensitive cells whose bounds an
+    /// audit's batch rounds leave when their single LPs would span too many columns (here any
+    /// column at all), then decides the rest by single LPs: the pattern ends clean for the
+    /// LP-only audit and contains the split closure. With no column budget too small, nothing
+    /// is closed whole and the single LPs decide every bound, as before.
+    #[test]
+    fn the_split_closure_closes_what_its_batch_rounds_leave_with_whole_moves() {
+        use crate::suppress::output_statuses;
+        let mut closed = 0;
+        for seed in 0..40 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let split = |min_columns: usize| {
+                let mut w = Work::new(&p, p.initial());
+                w.split_closure(min_columns);
+                w.close(by_requirement(&w));
+                let raw = w.sup().to_vec();
+                w.repair(false, &far).unwrap();
+                assert!(raw.iter().zip(w.sup()).all(|(&a, &b)| !a || b), "seed {seed}: the repair only adds");
+                let lp = lp_audit(&t, &output_statuses(&p, w.sup()), false, false);
+                assert!(lp.is_clean(), "seed {seed}");
+                w.whole_closures
+            };
+            closed += split(0);
+            assert_eq!(split(usize::MAX), 0, "seed {seed}");
+        }
+        assert!(closed > 0, "closing with whole moves suppresses cells");
     }
 }

@@ -22,10 +22,10 @@
 //! tables up to `ASSIGN_MAX_CELLS` cells with a geometry, it is the cube assignment
 //! ([`super::cubes`]: one hypercube per sensitive cell, sharing cells, improved by local search)
 //! followed by the closure of sensitive cells without a cube — and, up to
-//! [`CLOSURE_FIRST_MAX_CELLS`], the closure alone and then the split closure (partners share a
-//! cell's move, [`Construction::SplitClosure`]) in what is left of the limit, the cheapest of
-//! the three kept ([`cubes_then_closure`]); larger tables use the parallel hypercube cover
-//! ([`Work::cover`]); see [`super::construct`].
+//! [`CLOSURE_FIRST_MAX_CELLS`], the split closure (partners share a cell's move,
+//! [`Construction::SplitClosure`]) in what is left of the limit, the cheaper of the two kept
+//! ([`cubes_then_closure`]); larger tables use the parallel hypercube cover ([`Work::cover`]);
+//! see [`super::construct`].
 //! 3. **Cleanup** ([`Work::cleanup`]): secondaries are un-suppressed, most costly first, when
 //!    the audit stays clean (only targets whose witness used the cell are re-solved), each
 //!    candidate once or up to `cleanup_trials` trials (a work budget: deterministic), the time
@@ -54,8 +54,9 @@ use super::{Construction, ProtectOptions, SuppressError};
 /// Tables up to this many cells, and [`CLOSURE_FIRST_CELLS_PER_SECOND`] per second of the time
 /// limit, start the fast method from the closure of the primaries ([`method_construction`]);
 /// larger ones from hypercubes, whose certificates spare the audit its LPs — and, up to this
-/// many cells, the closure after them ([`cubes_then_closure`]; measured on c4-large, 46,853
-/// cells, and c4-ent, 44,375; on c5-persons, 101,827, its first audit did not finish).
+/// many cells, the split closure after them ([`cubes_then_closure`]; measured on c4-large,
+/// 46,853 cells, and c4-ent, 44,375; on c5-persons, 101,827, the closure's first audit did not
+/// finish, and the split closure's left 66,439 of 86,052 bounds uncertified after 15 minutes).
 pub(crate) const CLOSURE_FIRST_MAX_CELLS: usize = 50_000;
 
 /// See [`CLOSURE_FIRST_MAX_CELLS`]. Why a share of the limit: the closure's first clean pattern
@@ -121,16 +122,17 @@ pub(crate) fn run_certified(
     }
 }
 
-/// The cubes' clean pattern first, then the closure's and the split closure's
-/// ([`Construction::SplitClosure`]) within what is left of the limit (no grace period: a clean
-/// pattern is in hand); the cheapest is cleaned up. Why: on c4-large the closure's pattern
-/// costs 8.03 % of the value against the cubes' 29.01 %, but its first clean pattern came at
-/// ~490 s of a 600-s limit on a 2-core machine, where the cubes' came at ~22 s (BENCHMARKS,
-/// "Sessions 61, 62"): a slower machine must still publish. The split closure is cheaper again
-/// where its audit finishes (c4-ent: 32.04 % against 66.02 %, "Session 63") and slower to
-/// audit, so it comes last. When the clock ends an attempt, the cheapest pattern found before
-/// is published and the run reports `stopped_by_time_limit`; otherwise the choice is the same
-/// on every machine.
+/// The cubes' clean pattern first, then the split closure's ([`Construction::SplitClosure`])
+/// within what is left of the limit (no grace period: a clean pattern is in hand); the cheaper
+/// is cleaned up. Why: on c4-large the closure's pattern costs 8.03 % of the value against the
+/// cubes' 29.01 %, but its first clean pattern came at ~490 s of a 600-s limit on a 2-core
+/// machine, where the cubes' came at ~22 s (BENCHMARKS, "Sessions 61, 62"): a slower machine
+/// must still publish. The split closure is cheaper again (c4-ent: 32.04 % against 66.02 %,
+/// "Session 63"), and since its repair closes with whole moves what its audits would need
+/// too many single LPs to decide, it is also on c4-large (7.68 % in ~270 s, "Session 67"):
+/// the plain closure is no longer tried after the cubes. When the clock ends the split
+/// closure, the cubes' pattern is published and the run reports `stopped_by_time_limit`;
+/// otherwise the choice is the same on every machine.
 fn cubes_then_closure(
     p: &Problem,
     opts: &ProtectOptions,
@@ -139,7 +141,7 @@ fn cubes_then_closure(
     let t0 = std::time::Instant::now();
     let mut best = complete(p, p.initial(), opts.singleton_rule, Construction::Auto, deadline)?;
     let attempt = deadline.without_grace();
-    for construction in [Construction::Closure, Construction::SplitClosure] {
+    for construction in [Construction::SplitClosure] {
         let w = match complete(p, p.initial(), opts.singleton_rule, construction, &attempt) {
             Ok(w) => w,
             Err(SuppressError::TimeLimit { .. }) => {
@@ -287,7 +289,7 @@ mod tests {
     /// The split closure asks each partner for its share of a move. The primary (level 10)
     /// needs both 6s of its row; asked for all they can move (6 each), their columns take a 5
     /// and a 50 each, where their shares (5 each) are met by the 5s: the 2×3 block, which
-    /// protects the primary. Both closures are tried after the cubes, and the block published.
+    /// protects the primary. The split closure is tried after the cubes, and the block published.
     #[test]
     fn the_split_closure_asks_partners_for_their_share() {
         use crate::suppress::tests::{grid, primary};

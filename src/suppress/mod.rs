@@ -83,8 +83,8 @@ pub enum Construction {
     /// limit (cheaper on every census-shaped table measured, BENCHMARKS "Session 61"). Above,
     /// and for the exact model's start and HiTaS's large subtables, `Hypercube` when the
     /// table's geometry is known (single tables, modular subtables), else `Closure` (joined
-    /// linked tables); a whole table within `fast::CLOSURE_FIRST_MAX_CELLS` then also tries the
-    /// closure and then `SplitClosure` in what is left of the limit and keeps the cheapest
+    /// linked tables); a whole table within `fast::CLOSURE_FIRST_MAX_CELLS` then also tries
+    /// `SplitClosure` in what is left of the limit and keeps the cheaper
     /// (`fast::cubes_then_closure`).
     #[default]
     Auto,
@@ -93,7 +93,9 @@ pub enum Construction {
     /// The closure whose partners share a cell's move in each relation, in proportion to
     /// their capacities, instead of each carrying all of it (up to its own capacity): fewer
     /// cells are closed in turn, more bounds are left to the audit's repair
-    /// (`fast::cubes_then_closure`; [`Work::close`](work::Work::close)).
+    /// (`fast::cubes_then_closure`; [`Work::close`](work::Work::close)); where deciding them
+    /// would take too many single LPs, the repair closes them with whole moves instead
+    /// ([`Work::split_closure`](work::Work::split_closure)).
     SplitClosure,
     /// One hypercube per sensitive cell, chosen in parallel: every cell is certified by a
     /// combinatorial witness, so the audit of million-cell tables needs few LPs.

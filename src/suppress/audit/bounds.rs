@@ -440,7 +440,8 @@ impl Auditor<'_, '_> {
             for shared in out.witnesses {
                 self.record_shared(shared);
             }
-            if self.defer_singles.is_some_and(|m| lps[ci].cells.len() >= m) {
+            let cells = lps[ci].cells.len();
+            if self.defer_singles.is_some_and(|m| cells >= m) && out.left.len() * cells >= self.defer_min_columns {
                 for (k, d) in self.retry_in_small_batches(&lps[ci], out.left)? {
                     self.certs[k][d] = Cert::Failed(0.0, None);
                 }

@@ -165,6 +165,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Components of at least this many cells leave the targets their batch LPs do not reach
     /// to the caller (a [`Failure`] without a cut) instead of one single LP each.
     pub defer_singles: Option<usize>,
+    /// ... and only when those single LPs would span at least this many LP columns (targets
+    /// left × component cells); fewer get their single LPs.
+    pub defer_min_columns: usize,
     /// Before deferring them, the bounds such a component's batch rounds leave are tried again
     /// in small batches within this budget ([`SmallBatches`]); `None` defers them at once.
     pub retry_deferred: Option<SmallBatches>,
@@ -249,6 +252,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             stop: None,
             column_cap: None,
             defer_singles: None,
+            defer_min_columns: 0,
             retry_deferred: None,
             localize_skip_component: LOCALIZE_SKIP_COMPONENT,
             cold_rounds: bounds::COLD_ROUNDS_CELLS,
