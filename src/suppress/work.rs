@@ -493,8 +493,8 @@ impl<'p, 'a> Work<'p, 'a> {
         (self.aud.defer_singles, self.aud.defer_min_columns) = (Some(0), min_columns);
     }
 
-    /// Closes the sensitive cells `deferred` (their bounds left undecided by the split
-    /// closure's first audit's batch LPs, [`Auditor::defer_singles`]) with whole moves, as
+    /// Closes the sensitive cells `deferred` (their bounds left undecided by the batch LPs of
+    /// an audit in the split closure's repair, [`Self::split_closure`]) with whole moves, as
     /// the plain closure does: each suppressed partner is asked for as much of the cell's move
     /// as it can carry, and so on through their relations. Then the split moves and the
     /// deferral end: later audits decide what is still short by single LPs and the repair
@@ -503,7 +503,7 @@ impl<'p, 'a> Work<'p, 'a> {
     /// c4-large (one 31,399-cell component) its first audit's batch rounds leave 4,491 bounds,
     /// ~80 % of them short, and their single LPs ran over 10 minutes; closed whole at once,
     /// the pattern goes from 5.32 % to 7.22 % of the table's cost and the repair ends clean at
-    /// 7.68 % in ~250 s, below the plain closure's 8.03 % (BENCHMARKS, "Session 67").
+    /// 7.68 % in ~260 s, below the plain closure's 8.03 % (BENCHMARKS, "Session 67").
     fn close_deferred(&mut self, deferred: &[usize]) -> usize {
         if deferred.is_empty() {
             return 0;
