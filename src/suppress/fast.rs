@@ -140,26 +140,23 @@ fn cubes_then_closure(
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     let t0 = std::time::Instant::now();
     let mut best = complete(p, p.initial(), opts.singleton_rule, Construction::Auto, deadline)?;
-    let attempt = deadline.without_grace();
-    for construction in [Construction::SplitClosure] {
-        let w = match complete(p, p.initial(), opts.singleton_rule, construction, &attempt) {
-            Ok(w) => w,
-            Err(SuppressError::TimeLimit { .. }) => {
-                deadline.record_hit();
-                trace(format_args!("{construction:?} {:.1}s: stopped by the limit", t0.elapsed().as_secs_f64()));
-                break;
+    match complete(p, p.initial(), opts.singleton_rule, Construction::SplitClosure, &deadline.without_grace()) {
+        Ok(w) => {
+            trace(format_args!(
+                "SplitClosure {:.1}s: {:.3} % against {:.3} %",
+                t0.elapsed().as_secs_f64(),
+                p.cost_percent(p.cost_of(w.sup())),
+                p.cost_percent(p.cost_of(best.sup()))
+            ));
+            if p.cost_of(w.sup()) <= p.cost_of(best.sup()) {
+                best = w;
             }
-            Err(e) => return Err(e),
-        };
-        trace(format_args!(
-            "{construction:?} {:.1}s: {:.3} % against {:.3} %",
-            t0.elapsed().as_secs_f64(),
-            p.cost_percent(p.cost_of(w.sup())),
-            p.cost_percent(p.cost_of(best.sup()))
-        ));
-        if p.cost_of(w.sup()) <= p.cost_of(best.sup()) {
-            best = w;
         }
+        Err(SuppressError::TimeLimit { .. }) => {
+            deadline.record_hit();
+            trace(format_args!("SplitClosure {:.1}s: stopped by the limit", t0.elapsed().as_secs_f64()));
+        }
+        Err(e) => return Err(e),
     }
     finish(best, opts, usize::MAX, deadline)
 }

@@ -165,8 +165,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// Components of at least this many cells leave the targets their batch LPs do not reach
     /// to the caller (a [`Failure`] without a cut) instead of one single LP each.
     pub defer_singles: Option<usize>,
-    /// ... and only when those single LPs would span at least this many LP columns (targets
-    /// left × component cells); fewer get their single LPs.
+    /// With [`Self::defer_singles`], a component defers only when those single LPs would span
+    /// at least this many LP columns (targets left × component cells); fewer get their single
+    /// LPs (the split closure's repair, `Work::split_closure`; 0 for HiTaS's merge).
     pub defer_min_columns: usize,
     /// Before deferring them, the bounds such a component's batch rounds leave are tried again
     /// in small batches within this budget ([`SmallBatches`]); `None` defers them at once.
