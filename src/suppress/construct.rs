@@ -451,7 +451,7 @@ pub(crate) fn complete<'p, 'a>(
     ));
     w.repair(singleton_rule, deadline)?;
     // Later audits (the cleanup's) decide every bound, as after the other constructions.
-    (w.aud.defer_singles, w.aud.defer_min_columns) = (None, 0);
+    w.aud.defer_singles = None;
     Ok(w)
 }
 

@@ -25,7 +25,7 @@
 use crate::lp::{self, Direction, LinearProgram, LpStatus, SolveOptions};
 
 use super::attacker::Cut;
-use super::audit::{Auditor, Failure, SmallBatches};
+use super::audit::{Auditor, DeferSingles, Failure, SmallBatches};
 use super::budget::Deadline;
 use super::construct::complete;
 use super::problem::{requirement, Fix, Problem};
@@ -191,7 +191,7 @@ pub(crate) fn repaired<'p, 'a>(
         return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
     let mut w = Work::new(p, sup.clone());
-    w.aud.defer_singles = defer.map(|d| d.min_cells);
+    w.aud.defer_singles = defer.map(|d| DeferSingles { min_cells: d.min_cells, min_columns: 0 });
     // The repair's audits try what their batch rounds leave again in small batches, then by
     // single LPs, before deferring it to the cubes: one budget for the whole repair, so what the
     // first audit leaves of it pays for the later rounds' single LPs (exact cuts) instead of a
@@ -879,7 +879,7 @@ mod tests {
     /// thread and on two.
     #[test]
     fn the_small_batch_budget_lasts_the_whole_repair() {
-        use super::super::audit::SmallBatches;
+        use super::super::audit::{DeferSingles, SmallBatches};
         use super::super::budget::Deadline;
         use super::super::problem::Problem;
         use super::super::work::Work;
@@ -899,7 +899,7 @@ mod tests {
                 // The budget ended after the first audit; a merge that audit finds far from
                 // protecting goes to the closure in both, so it tells nothing here.
                 let mut first = Work::new(&p, merged.clone());
-                first.aud.defer_singles = Some(0);
+                first.aud.defer_singles = Some(DeferSingles::ALL);
                 first.aud.retry_deferred = Some(SmallBatches { columns, until: later, stopped: false });
                 if first.aud.check().unwrap().len() * super::CLOSURE_FIRST_SHARE > p.sens.len() {
                     continue;

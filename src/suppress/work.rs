@@ -19,7 +19,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::attacker::{tolerance, Cut};
-use super::audit::{Auditor, Failure};
+use super::audit::{Auditor, DeferSingles, Failure};
 use super::budget::Deadline;
 use super::construct::cube_cell_cost;
 use super::problem::{requirement, Fix, Problem};
@@ -490,7 +490,7 @@ impl<'p, 'a> Work<'p, 'a> {
     /// at least `min_columns` LP columns, to [`Self::close_deferred`].
     pub fn split_closure(&mut self, min_columns: usize) {
         self.split_moves = true;
-        (self.aud.defer_singles, self.aud.defer_min_columns) = (Some(0), min_columns);
+        self.aud.defer_singles = Some(DeferSingles { min_cells: 0, min_columns });
     }
 
     /// Closes the sensitive cells `deferred` (their bounds left undecided by the batch LPs of
@@ -511,7 +511,7 @@ impl<'p, 'a> Work<'p, 'a> {
         let p = self.p;
         // Decided again by the next audit, now by single LPs.
         self.aud.clear_failed();
-        (self.aud.defer_singles, self.aud.defer_min_columns) = (None, 0);
+        self.aud.defer_singles = None;
         self.split_moves = false;
         let mut cells: Vec<u32> = deferred.iter().map(|&k| p.sens[k].cell).collect();
         cells.sort_unstable();
@@ -1343,7 +1343,7 @@ mod tests {
             let p = Problem::from_table(&t, None);
             let far = Deadline::after(600.0);
             let mut w = Work::new(&p, p.initial());
-            w.aud.defer_singles = Some(0);
+            w.aud.defer_singles = Some(DeferSingles::ALL);
             w.repair_open(false, usize::MAX, &far).unwrap();
             cubed += w.cube_repairs;
             assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
@@ -1366,7 +1366,7 @@ mod tests {
                 pool.install(|| {
                     let p = Problem::from_table(&t, None);
                     let mut w = Work::new(&p, p.initial());
-                    w.aud.defer_singles = Some(0);
+                    w.aud.defer_singles = Some(DeferSingles::ALL);
                     w.repair_open(false, usize::MAX, &Deadline::after(600.0)).unwrap();
                     (w.sup().to_vec(), w.cube_repairs)
                 })

@@ -441,7 +441,7 @@ impl Auditor<'_, '_> {
                 self.record_shared(shared);
             }
             let cells = lps[ci].cells.len();
-            if self.defer_singles.is_some_and(|m| cells >= m) && out.left.len() * cells >= self.defer_min_columns {
+            if self.defer_singles.is_some_and(|d| d.applies(cells, out.left.len())) {
                 for (k, d) in self.retry_in_small_batches(&lps[ci], out.left)? {
                     self.certs[k][d] = Cert::Failed(0.0, None);
                 }
@@ -643,6 +643,29 @@ fn run_batches(
 /// 2,712 of them with 395 LPs (6.22 %), 64 2,766 with 280 (5.72 %), 128 2,840 with 222 in
 /// 109 s (5.36 %), 256 2,642 with 135 (5.64 %).
 const SMALL_BATCH: usize = 128;
+
+/// Which suppressed components leave the bounds their batch rounds do not reach to the caller
+/// (a [`super::Failure`] without a cut) instead of one single LP each: HiTaS's merge repairs
+/// them with hypercubes, the split closure's repair with whole moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DeferSingles {
+    /// Components of at least this many cells defer.
+    pub min_cells: usize,
+    /// They defer only when those single LPs would span at least this many LP columns (bounds
+    /// left × component cells); below that the bounds get their single LPs (set by the split
+    /// closure's repair, `Work::split_closure`; 0 for HiTaS's merge).
+    pub min_columns: usize,
+}
+
+impl DeferSingles {
+    /// Every component defers whatever its batch rounds leave.
+    pub const ALL: Self = Self { min_cells: 0, min_columns: 0 };
+
+    /// Whether a component of `cells` cells whose batch rounds left `left` bounds defers them.
+    pub fn applies(&self, cells: usize, left: usize) -> bool {
+        cells >= self.min_cells && left * cells >= self.min_columns
+    }
+}
 
 /// The budget of [`Auditor::retry_in_small_batches`]: the bounds a deferred component's batch
 /// rounds leave are often protected — a batch LP maximises the capped sum of its targets'

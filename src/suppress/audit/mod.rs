@@ -41,7 +41,7 @@ mod report;
 mod sparse;
 mod store;
 
-pub(crate) use bounds::SmallBatches;
+pub(crate) use bounds::{DeferSingles, SmallBatches};
 pub(crate) use certificates::{CubeCandidate, MoveCandidate};
 pub(crate) use report::audit_problem;
 pub use report::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
@@ -162,13 +162,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// ([`Self::lp_columns`]) a check fails the same way, at the same point on every machine
     /// (asked between chunks of LPs, where the count does not depend on threads or speed).
     pub column_cap: Option<usize>,
-    /// Components of at least this many cells leave the targets their batch LPs do not reach
-    /// to the caller (a [`Failure`] without a cut) instead of one single LP each.
-    pub defer_singles: Option<usize>,
-    /// With [`Self::defer_singles`], a component defers only when those single LPs would span
-    /// at least this many LP columns (targets left × component cells); fewer get their single
-    /// LPs (the split closure's repair, `Work::split_closure`; 0 for HiTaS's merge).
-    pub defer_min_columns: usize,
+    /// Which components leave the targets their batch LPs do not reach to the caller instead
+    /// of one single LP each ([`DeferSingles`]); `None`: none do.
+    pub defer_singles: Option<DeferSingles>,
     /// Before deferring them, the bounds such a component's batch rounds leave are tried again
     /// in small batches within this budget ([`SmallBatches`]); `None` defers them at once.
     pub retry_deferred: Option<SmallBatches>,
@@ -253,7 +249,6 @@ impl<'p, 'a> Auditor<'p, 'a> {
             stop: None,
             column_cap: None,
             defer_singles: None,
-            defer_min_columns: 0,
             retry_deferred: None,
             localize_skip_component: LOCALIZE_SKIP_COMPONENT,
             cold_rounds: bounds::COLD_ROUNDS_CELLS,
@@ -852,7 +847,7 @@ mod tests {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 pool.install(|| {
                     let mut aud = Auditor::new(&p, sup.clone());
-                    aud.defer_singles = Some(0);
+                    aud.defer_singles = Some(DeferSingles::ALL);
                     aud.retry_deferred = retry;
                     aud.check().unwrap();
                     (certified_bounds(&aud), aud.retry_deferred.map(|b| b.stopped))
@@ -913,7 +908,7 @@ mod tests {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 pool.install(|| {
                     let mut aud = Auditor::new(&p, sup.clone());
-                    aud.defer_singles = Some(0);
+                    aud.defer_singles = Some(DeferSingles::ALL);
                     aud.retry_deferred = Some(SmallBatches { columns: usize::MAX, until: later, stopped: false });
                     aud.check().unwrap();
                     aud
