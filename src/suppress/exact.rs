@@ -191,7 +191,7 @@ pub(crate) fn repaired<'p, 'a>(
         return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
     let mut w = Work::new(p, sup.clone());
-    w.aud.defer_singles = defer.map(|d| DeferSingles { min_cells: d.min_cells, min_columns: 0 });
+    w.aud.defer_singles = defer.map(|d| DeferSingles { min_cells: d.min_cells, ..DeferSingles::ALL });
     // The repair's audits try what their batch rounds leave again in small batches, then by
     // single LPs, before deferring it to the cubes: one budget for the whole repair, so what the
     // first audit leaves of it pays for the later rounds' single LPs (exact cuts) instead of a

@@ -490,7 +490,7 @@ impl<'p, 'a> Work<'p, 'a> {
     /// at least `min_columns` LP columns, to [`Self::close_deferred`].
     pub fn split_closure(&mut self, min_columns: usize) {
         self.split_moves = true;
-        self.aud.defer_singles = Some(DeferSingles { min_cells: 0, min_columns });
+        self.aud.defer_singles = Some(DeferSingles { min_columns, ..DeferSingles::ALL });
     }
 
     /// Closes the sensitive cells `deferred` (their bounds left undecided by the batch LPs of
