@@ -160,6 +160,34 @@ pub struct LpSolution {
     pub mip_gap: f64,
     /// Proven bound on the optimum: HiGHS's MIP dual bound (the objective for LPs).
     pub dual_bound: f64,
+    /// Simplex iterations of the run that gave this answer (see [`Effort`]).
+    pub iterations: u64,
+}
+
+/// A running count of simplex effort, shared by the solves of one search (clones count into
+/// the same total): each solve adds `(iterations + 1) × (rows + columns)` of its program.
+///
+/// Why: a search budget must end at the same point on every machine (issue 11, item 7), and
+/// neither an LP count nor a column count follows an LP's time: a cleanup trial's attacker LP
+/// over c4-large's ~35,000-cell component takes ~2 s, one over c3-persons' components
+/// milliseconds. Simplex iterations, each touching a row and a column of the basis, weighted
+/// by the program's size do; single-threaded HiGHS repeats them exactly for the same program.
+/// The `+ 1` is the work of loading the program, which a hot start that needs no iteration
+/// still pays.
+#[derive(Debug, Clone, Default)]
+pub struct Effort(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Effort {
+    /// Counts the solve of `lp` that gave `s`.
+    pub fn add(&self, lp: &LinearProgram, s: &LpSolution) {
+        let size = (lp.rows.len() + lp.columns.len()) as u64;
+        self.0.fetch_add((s.iterations + 1).saturating_mul(size), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The effort counted so far.
+    pub fn total(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Why a solve produced no usable answer.
@@ -355,6 +383,7 @@ fn read(lp: &LinearProgram, solved: &highs::SolvedModel) -> Result<LpSolution, L
         row_duals,
         column_duals,
         mip_gap: if mip { solved.mip_gap() } else { 0.0 },
+        iterations: solved.int_info_value(c"simplex_iteration_count").map_or(0, |n| u64::try_from(n).unwrap_or(0)),
     })
 }
 

@@ -68,6 +68,8 @@ pub(crate) struct CompLp {
     lp: LinearProgram,
     /// Hard stop of every solve ([`lp::solve_until`]); `None`: none.
     stop: Option<Instant>,
+    /// Where the solves' effort is counted ([`Self::counting`]).
+    effort: lp::Effort,
 }
 
 /// Solves an attacker LP in units where its largest finite bound is about 10^4.
@@ -153,7 +155,7 @@ impl CompLp {
                 .collect();
             lp.add_row(0.0, 0.0, coefs);
         }
-        Self { cells, rows, col_of, lp, stop: None }
+        Self { cells, rows, col_of, lp, stop: None, effort: lp::Effort::default() }
     }
 
     /// The attacker LP for a *fractional* pattern `x` (bounds `−LB·x ≤ z ≤ UB·x`, the
@@ -175,13 +177,19 @@ impl CompLp {
             let coefs = p.rel.terms(r as usize).filter_map(|(m, a)| col_of.get(&m).map(|&k| (k, a))).collect();
             lp.add_row(0.0, 0.0, coefs);
         }
-        Self { cells, rows, col_of, lp, stop: None }
+        Self { cells, rows, col_of, lp, stop: None, effort: lp::Effort::default() }
     }
 
     /// Every solve of this LP must end by `stop` (`None`: no limit); past it a solve fails
     /// with [`lp::LpError::Stopped`] (see [`SuppressError::is_stop`]).
     pub fn with_stop(mut self, stop: Option<Instant>) -> Self {
         self.stop = stop;
+        self
+    }
+
+    /// Every solve of this LP adds its effort to `effort` (a budget's count, [`lp::Effort`]).
+    pub fn counting(mut self, effort: &lp::Effort) -> Self {
+        self.effort = effort.clone();
         self
     }
 
@@ -209,20 +217,22 @@ impl CompLp {
             let live = targets.iter().map(|t| capped(t, t.1));
             live.chain(settled.iter().map(|t| capped(t, 0.0))).collect()
         };
-        match how {
+        let s = match how {
             Solves::Cold => {
                 let mut lp = self.lp.clone();
                 for (k, cost, lo, hi) in changes(1.0) {
                     (lp.columns[k].cost, lp.columns[k].lower, lp.columns[k].upper) = (cost, lo, hi);
                 }
-                solve_scaled(&lp, self.stop)
+                solve_scaled(&lp, self.stop)?
             }
             Solves::Warm(w, scale) => {
                 let mut s = w.solve(&changes(*scale))?;
                 unscale(&mut s, *scale);
-                Ok(s)
+                s
             }
-        }
+        };
+        self.effort.add(&self.lp, &s);
+        Ok(s)
     }
 
     fn witness(&self, x: &[f64]) -> Vec<(u32, f64)> {
@@ -350,6 +360,7 @@ pub(crate) fn sparsest(
     z: &[(u32, f64)],
     targets: &[(u32, f64, f64)],
     stop: Option<Instant>,
+    effort: &lp::Effort,
 ) -> Result<Option<Vec<(u32, f64)>>, SuppressError> {
     let moved: Vec<(u32, f64)> = z.iter().copied().filter(|&(c, v)| v != 0.0 && sup[c as usize]).collect();
     let cells: Vec<u32> = moved.iter().map(|&(c, _)| c).collect();
@@ -379,6 +390,7 @@ pub(crate) fn sparsest(
     }
     match solve_scaled(&comp.lp, stop) {
         Ok(s) => {
+            effort.add(&comp.lp, &s);
             Ok(Some(comp.cells.iter().zip(&s.columns).filter(|(_, v)| v.abs() > 1e-9).map(|(&c, &v)| (c, v)).collect()))
         }
         Err(lp::LpError::Stopped) => {
@@ -462,7 +474,7 @@ mod tests {
             .map(|rc| (t.find(&rc).unwrap() as u32, 5.0 * sign(rc)))
             .chain(rect(3, 3).into_iter().map(|rc| (t.find(&rc).unwrap() as u32, 7.0 * sign(rc))))
             .collect();
-        let got = sparsest(&p, &sup, &z, &[(a as u32, 1.0, 3.0)], None).unwrap().unwrap();
+        let got = sparsest(&p, &sup, &z, &[(a as u32, 1.0, 3.0)], None, &Default::default()).unwrap().unwrap();
         let mut want: Vec<(u32, f64)> =
             rect(1, 1).into_iter().map(|rc| (t.find(&rc).unwrap() as u32, 3.0 * sign(rc))).collect();
         want.sort_by_key(|w| w.0);
@@ -473,6 +485,6 @@ mod tests {
             assert!(g.0 == w.0 && (g.1 - w.1).abs() < 1e-6, "{got:?} != {want:?}");
         }
         // Asked to move the primary down, a move conformal to `z` (which moves it up) cannot.
-        assert_eq!(sparsest(&p, &sup, &z, &[(a as u32, -1.0, 3.0)], None).unwrap(), None);
+        assert_eq!(sparsest(&p, &sup, &z, &[(a as u32, -1.0, 3.0)], None, &Default::default()).unwrap(), None);
     }
 }

@@ -129,6 +129,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// as one LP's time grows with its size (a cleanup trial's LPs on c3-enterprises, one
     /// component of ~9,000 cells, took about 25 ms each, those on c3-persons a fifth of that).
     pub lp_columns: usize,
+    /// Their simplex effort ([`crate::lp::Effort`]): the count whose budget ends a search at
+    /// the same point on every machine, whatever the LPs' sizes.
+    pub lp_effort: crate::lp::Effort,
     /// Exact intervals (uncapped single LPs, no batch).
     pub exact: bool,
     /// Some certificate may be `Failed` (set by [`Self::check`]).
@@ -237,6 +240,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             epoch: 0,
             lps: 0,
             lp_columns: 0,
+            lp_effort: Default::default(),
             exact: false,
             has_failed: false,
             lp_only: false,
@@ -810,7 +814,7 @@ mod tests {
             .flat_map(|k| [(k, 0), (k, 1)])
             .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
             .collect();
-        (crate::suppress::attacker::CompLp::new(p, sup, cells, rows), todo)
+        (crate::suppress::attacker::CompLp::new(p, sup, cells, rows).counting(&aud.lp_effort), todo)
     }
 
     /// Per (sensitive cell, direction) of pattern `sup`: whether the LP-only audit (one exact

@@ -53,7 +53,7 @@ impl Auditor<'_, '_> {
             }
             jobs.push((z, users));
         }
-        let (sup, stop) = (&self.sup, self.stop);
+        let (sup, stop, effort) = (&self.sup, self.stop, self.lp_effort.clone());
         let found: Vec<Option<Move>> = jobs
             .par_iter()
             .map(|(z, users)| {
@@ -70,7 +70,7 @@ impl Auditor<'_, '_> {
                         (cell, dir, need(&p.sens[u.0 as usize], u.1 as usize).min(had))
                     })
                     .collect();
-                sparsest(p, sup, z, &targets, stop)
+                sparsest(p, sup, z, &targets, stop, &effort)
             })
             .collect::<Result<_, _>>()?;
         self.solved(jobs.len(), jobs.iter().map(|(z, _)| z.len()).sum());
