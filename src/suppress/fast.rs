@@ -83,6 +83,22 @@ fn method_construction(p: &Problem, opts: &ProtectOptions) -> Construction {
     }
 }
 
+/// Simplex effort ([`crate::lp::Effort`]) a fast cleanup may spend per second of the stated
+/// limit ([`Work::cleanup_effort`](super::work::Work::cleanup_effort)): its drop trials then end
+/// at the same point on every machine, where the clock used to end them. Why this figure: the
+/// cleanups measured spend 100–164 M a second (release build, 2 cores; c3-persons 100 M,
+/// c3-enterprises 111 M, c4-large 144 M, c4-ent 164 M, whose LP columns a second differ 26×:
+/// BENCHMARKS.md, "Session 69"), so at 50 M a cleanup takes at most about half the limit.
+/// On c4-large, whose split closure is clean at ~240 s of the 600-s default, the run then ends
+/// near 450 s instead of at the limit, and a machine a third slower publishes the same cells.
+pub(crate) const CLEANUP_EFFORT_PER_SECOND: f64 = 50e6;
+
+/// The fast cleanup's effort budget under a stated limit of `limit_s` seconds
+/// ([`CLEANUP_EFFORT_PER_SECOND`]).
+pub(crate) fn cleanup_effort(limit_s: f64) -> u64 {
+    (super::budget::span_s(limit_s) * CLEANUP_EFFORT_PER_SECOND) as u64
+}
+
 /// The fast method's steps (see the module doc) from the options' own construction: the
 /// building block of HiTaS's subtables too large for the exact model and of joined linked
 /// tables. A whole table protected by the fast method goes through [`run_certified`].
@@ -183,6 +199,7 @@ fn finish(
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     if opts.cleanup {
         w.cleanup_columns = columns;
+        w.cleanup_effort = cleanup_effort(opts.budget_limit_s());
         w.group_trials = super::work::group_trials(opts.budget_limit_s());
         w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
     }

@@ -74,6 +74,11 @@ pub(crate) struct Work<'p, 'a> {
     /// deterministic work budget next to its drop trials (LP work, not trials, is what a
     /// cleanup's time follows; default: no limit).
     pub cleanup_columns: usize,
+    /// Simplex effort ([`Auditor::lp_effort`]) the next [`Self::cleanup`] may spend: a
+    /// deterministic work budget that, unlike [`Self::cleanup_columns`], follows the LPs' time
+    /// on components of every size, so one budget per second of the limit serves small and
+    /// large tables alike (default: no limit; the fast method's, [`super::fast`]).
+    pub cleanup_effort: u64,
     /// Suppressed cells in one component above which [`Self::cleanup`] decides its trials by
     /// the local searches alone ([`LOCAL_TRIALS_COMPONENT`]).
     pub local_trials_component: usize,
@@ -196,6 +201,7 @@ impl<'p, 'a> Work<'p, 'a> {
             move_candidates: Vec::new(),
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
             cleanup_columns: usize::MAX,
+            cleanup_effort: u64::MAX,
             local_trials_component: LOCAL_TRIALS_COMPONENT,
             group_trials: 0,
             cube_repairs: 0,
@@ -635,7 +641,7 @@ impl<'p, 'a> Work<'p, 'a> {
         // pattern (91 % of its cells suppressed) ran for minutes past it. A stopped audit
         // leaves the last audited pattern with its certificates.
         self.aud.stop = Some(deadline.at());
-        let (lps0, cols0) = (self.aud.lps, self.aud.lp_columns);
+        let (lps0, cols0, effort0) = (self.aud.lps, self.aud.lp_columns, self.aud.lp_effort.total());
         // The counters span the work's life (a repair's drop trials, tabu's earlier cleanups):
         // the trace gives this cleanup's share.
         let refused0 = (self.refused_cheaply, self.refused_many_lost, self.refused_by_audit, self.refused_undecided);
@@ -649,7 +655,7 @@ impl<'p, 'a> Work<'p, 'a> {
         }
         trace(format_args!(
             "cleanup {:.1}s: {tried} of {} candidates tried, {dropped} dropped, {} refused without an audit \
-             ({} of them for losing over {TRIAL_LOST_MAX} certificates), {} by the audit, {} undecided locally, {} LPs over {} columns (lost certificates / LPs: accepted {:?}, refused {:?}), \
+             ({} of them for losing over {TRIAL_LOST_MAX} certificates), {} by the audit, {} undecided locally, {} LPs over {} columns, effort {} after {} (lost certificates / LPs: accepted {:?}, refused {:?}), \
              cost {:.0}",
             t0.elapsed().as_secs_f64(),
             cands.len(),
@@ -659,6 +665,8 @@ impl<'p, 'a> Work<'p, 'a> {
             self.refused_undecided - refused0.3,
             self.aud.lps - lps0,
             self.aud.lp_columns - cols0,
+            self.aud.lp_effort.total() - effort0,
+            effort0,
             (self.trial_stats[0].0 - stats0[0].0, self.trial_stats[0].1 - stats0[0].1),
             (self.trial_stats[1].0 - stats0[1].0, self.trial_stats[1].1 - stats0[1].1),
             p.cost_of(&self.aud.sup)
@@ -677,7 +685,8 @@ impl<'p, 'a> Work<'p, 'a> {
         (tried, dropped): (&mut usize, &mut usize),
     ) -> Result<(), SuppressError> {
         let p = self.p;
-        let (t0, lps0, cols0) = (Instant::now(), self.aud.lps, self.aud.lp_columns);
+        let (t0, lps0, cols0, effort0) =
+            (Instant::now(), self.aud.lps, self.aud.lp_columns, self.aud.lp_effort.total());
         self.aud.localize()?;
         trace(format_args!(
             "cleanup: local re-certification {:.1}s, {} LPs",
@@ -712,16 +721,18 @@ impl<'p, 'a> Work<'p, 'a> {
             if !self.aud.sup[s] {
                 continue; // dropped with its group
             }
-            if deadline.reached() || self.aud.lp_columns - cols0 >= self.cleanup_columns {
+            let spent = (self.aud.lp_columns - cols0, self.aud.lp_effort.total() - effort0);
+            if deadline.reached() || spent.0 >= self.cleanup_columns || spent.1 >= self.cleanup_effort {
                 break;
             }
             if *tried % 50 == 0 {
                 let cost = p.cost_percent(p.cost_of(&self.aud.sup));
                 trace(format_args!(
-                    "cleanup: {tried} trials at {:.1}s, {} LPs over {} columns, cost {cost:.3} %",
+                    "cleanup: {tried} trials at {:.1}s, {} LPs over {} columns, effort {}, cost {cost:.3} %",
                     t0.elapsed().as_secs_f64(),
                     self.aud.lps - lps0,
-                    self.aud.lp_columns - cols0
+                    self.aud.lp_columns - cols0,
+                    self.aud.lp_effort.total() - effort0
                 ));
             }
             crate::progress::solver_progress("cleanup", || {
@@ -1081,6 +1092,32 @@ mod tests {
                 let dropped = w.cleanup(false, 200, far).unwrap();
                 let cols = w.aud.lp_columns - c0;
                 assert!((full.0 / 2..=full.0).contains(&cols), "seed {seed}: {cols} columns of {}", full.0);
+                assert!(dropped <= full.1, "seed {seed}: {dropped} dropped, {} in the full cleanup", full.1);
+            });
+        }
+    }
+
+    /// The cleanup's effort budget ([`Work::cleanup_effort`]) ends it as the column budget
+    /// does: given half the effort a full cleanup spends, it goes through the same trials until
+    /// it has spent that half, and drops no more. Its LPs are counted ([`crate::lp::Effort`]):
+    /// every LP adds at least its size.
+    #[test]
+    fn the_effort_budget_ends_the_cleanup() {
+        for seed in 0..2 {
+            let mut full = (0, 0);
+            on_localized(seed, |_, mut w, _, far| {
+                let (e0, l0) = (w.aud.lp_effort.total(), w.aud.lps);
+                let dropped = w.cleanup(false, 200, far).unwrap();
+                let (effort, lps) = (w.aud.lp_effort.total() - e0, (w.aud.lps - l0) as u64);
+                assert!(effort >= 2 * lps && lps > 0, "seed {seed}: {lps} LPs, effort {effort}");
+                full = (effort, dropped);
+            });
+            on_localized(seed, |_, mut w, _, far| {
+                let e0 = w.aud.lp_effort.total();
+                w.cleanup_effort = full.0 / 2;
+                let dropped = w.cleanup(false, 200, far).unwrap();
+                let effort = w.aud.lp_effort.total() - e0;
+                assert!((full.0 / 2..full.0).contains(&effort), "seed {seed}: effort {effort} of {}", full.0);
                 assert!(dropped <= full.1, "seed {seed}: {dropped} dropped, {} in the full cleanup", full.1);
             });
         }
