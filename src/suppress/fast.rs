@@ -86,9 +86,11 @@ fn method_construction(p: &Problem, opts: &ProtectOptions) -> Construction {
 /// Simplex effort ([`crate::lp::Effort`]) a fast cleanup may spend per second of the stated
 /// limit ([`Work::cleanup_effort`](super::work::Work::cleanup_effort)): its drop trials then end
 /// at the same point on every machine, where the clock used to end them. Why this figure: the
-/// cleanups measured spend 100–164 M a second (release build, 2 cores; c3-persons 100 M,
-/// c3-enterprises 111 M, c4-large 144 M, c4-ent 164 M, whose LP columns a second differ 26×:
-/// BENCHMARKS.md, "Session 69"), so at 50 M a cleanup takes at most about half the limit.
+/// cleanups measured spend 100–164 M a second (release build, 2 cores; c3-persons 101 M,
+/// c3-enterprises 111 M, c5-persons 136 M, c4-large 144 M, c4-ent 164 M, whose LP columns a
+/// second differ 78×: BENCHMARKS.md, "Session 69"), so at 50 M a cleanup takes at most about
+/// half the limit. Not on million-cell tables, whose trials the local searches decide (43 M a
+/// second on c4-geo3): there the clock still ends the cleanup, and the run says so.
 /// On c4-large, whose split closure is clean at ~240 s of the 600-s default, the run then ends
 /// near 480 s instead of at the limit, and a machine a fifth slower publishes the same cells.
 /// A job that states `cleanup_trials` gets those trials instead, the clock still the hard stop.
