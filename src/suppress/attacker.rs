@@ -68,7 +68,7 @@ pub(crate) struct CompLp {
     lp: LinearProgram,
     /// Hard stop of every solve ([`lp::solve_until`]); `None`: none.
     stop: Option<Instant>,
-    /// Where the solves' effort is counted ([`Self::counting`]).
+    /// Where the solves' effort is counted ([`Self::limited`]).
     effort: lp::Effort,
 }
 
@@ -180,15 +180,12 @@ impl CompLp {
         Self { cells, rows, col_of, lp, stop: None, effort: lp::Effort::default() }
     }
 
-    /// Every solve of this LP must end by `stop` (`None`: no limit); past it a solve fails
-    /// with [`lp::LpError::Stopped`] (see [`SuppressError::is_stop`]).
-    pub fn with_stop(mut self, stop: Option<Instant>) -> Self {
+    /// The auditor's two limits, set together so that no audit LP escapes either: every solve
+    /// of this LP must end by `stop` (`None`: no limit; past it a solve fails with
+    /// [`lp::LpError::Stopped`], see [`SuppressError::is_stop`]) and adds its effort to
+    /// `effort` (the count of the work budgets, [`lp::Effort`]).
+    pub fn limited(mut self, stop: Option<Instant>, effort: &lp::Effort) -> Self {
         self.stop = stop;
-        self
-    }
-
-    /// Every solve of this LP adds its effort to `effort` (a budget's count, [`lp::Effort`]).
-    pub fn counting(mut self, effort: &lp::Effort) -> Self {
         self.effort = effort.clone();
         self
     }

@@ -168,7 +168,7 @@ impl Auditor<'_, '_> {
             let res: Vec<Vec<(u32, f64)>> = chunk
                 .par_iter()
                 .map(|(cells, rows, members)| {
-                    let lp = CompLp::new(p, sup, cells.clone(), rows.clone()).with_stop(stop).counting(&effort);
+                    let lp = CompLp::new(p, sup, cells.clone(), rows.clone()).limited(stop, &effort);
                     let targets: Vec<(u32, f64, f64)> = members
                         .iter()
                         .map(|&y| {
@@ -221,7 +221,7 @@ impl Auditor<'_, '_> {
             .zip(balls)
             .map(|(&(k, d), (cells, rows))| {
                 let s = &p.sens[k];
-                let lp = CompLp::new(p, sup, cells, rows).with_stop(stop).counting(&effort);
+                let lp = CompLp::new(p, sup, cells, rows).limited(stop, &effort);
                 let dir = if d == 0 { -1.0 } else { 1.0 };
                 let n = need(s, d);
                 let x = |c: u32| if sup[c as usize] { 1.0 } else { 0.0 };
@@ -294,7 +294,7 @@ impl Auditor<'_, '_> {
             let (here, rest): (Vec<_>, Vec<_>) =
                 open.iter().partition(|&&(k, _)| cells.binary_search(&p.sens[k].cell).is_ok());
             open = rest;
-            let lp = CompLp::new(p, &sup, cells, rows).with_stop(self.stop).counting(&self.lp_effort);
+            let lp = CompLp::new(p, &sup, cells, rows).limited(self.stop, &self.lp_effort);
             let mut how = lp.warm();
             for (k, d) in here {
                 let n = need(&p.sens[k], d);
@@ -368,7 +368,7 @@ impl Auditor<'_, '_> {
         let sup = &sup_owned;
         let (stop, effort) = (self.stop, self.lp_effort.clone());
         let lps: Vec<CompLp> =
-            comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r).with_stop(stop).counting(&effort)).collect();
+            comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r).limited(stop, &effort)).collect();
         // Phase A: batch LPs per (component, direction), several rounds.
         let mut groups: Vec<Vec<Vec<(usize, usize)>>> = vec![vec![Vec::new(), Vec::new()]; lps.len()];
         let mut singles: Vec<(usize, usize, usize)> = Vec::new();

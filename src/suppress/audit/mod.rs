@@ -814,7 +814,7 @@ mod tests {
             .flat_map(|k| [(k, 0), (k, 1)])
             .filter(|&(k, d)| need(&p.sens[k], d) > 0.0)
             .collect();
-        (crate::suppress::attacker::CompLp::new(p, sup, cells, rows).counting(&aud.lp_effort), todo)
+        (crate::suppress::attacker::CompLp::new(p, sup, cells, rows).limited(None, &aud.lp_effort), todo)
     }
 
     /// Per (sensitive cell, direction) of pattern `sup`: whether the LP-only audit (one exact
