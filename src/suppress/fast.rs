@@ -89,12 +89,26 @@ fn method_construction(p: &Problem, opts: &ProtectOptions) -> Construction {
 /// cleanups measured spend 100–164 M a second (release build, 2 cores; c3-persons 101 M,
 /// c3-enterprises 111 M, c5-persons 136 M, c4-large 144 M, c4-ent 164 M, whose LP columns a
 /// second differ 78×: BENCHMARKS.md, "Session 69"), so at 50 M a cleanup takes at most about
-/// half the limit. Not on million-cell tables, whose trials the local searches decide (43 M a
-/// second on c4-geo3): there the clock still ends the cleanup, and the run says so.
+/// half the limit. Million-cell tables, whose trials the local searches decide (43 M a second
+/// on c4-geo3), end on [`LOCAL_TRIAL_COLUMNS_PER_SECOND`] instead.
 /// On c4-large, whose split closure is clean at ~240 s of the 600-s default, the run then ends
 /// near 480 s instead of at the limit, and a machine a fifth slower publishes the same cells.
 /// A job that states `cleanup_trials` gets those trials instead, the clock still the hard stop.
 pub(crate) const CLEANUP_EFFORT_PER_SECOND: f64 = 50e6;
+
+/// Attacker-LP columns a fast cleanup whose trials the local searches decide may solve per
+/// second of the stated limit ([`Work::local_trial_columns`](super::work::Work::local_trial_columns)).
+/// Why this figure: such a cleanup on c4-geo3 (1,073,846 cells) solved 240–280 k columns a
+/// second from its first trial to its last (BENCHMARKS.md, "Session 70"), so at 100 k it takes
+/// at most about 40 % of the limit: its cover and closure take another 20–25 % before it, and
+/// a machine a third slower still ends it on the budget. At the 600-s default 60 M columns.
+pub(crate) const LOCAL_TRIAL_COLUMNS_PER_SECOND: f64 = 100e3;
+
+/// The column budget of a fast cleanup whose trials are decided locally, under a stated limit
+/// of `limit_s` seconds ([`LOCAL_TRIAL_COLUMNS_PER_SECOND`]).
+pub(crate) fn local_trial_columns(limit_s: f64) -> usize {
+    (super::budget::span_s(limit_s) * LOCAL_TRIAL_COLUMNS_PER_SECOND) as usize
+}
 
 /// The fast cleanup's effort budget under a stated limit of `limit_s` seconds
 /// ([`CLEANUP_EFFORT_PER_SECOND`]).
@@ -206,6 +220,7 @@ fn finish(
         // default's, whose every-candidate count says nothing about time.
         if opts.cleanup_trials.is_none() {
             w.cleanup_effort = cleanup_effort(opts.budget_limit_s());
+            w.local_trial_columns = local_trial_columns(opts.budget_limit_s());
         }
         w.group_trials = super::work::group_trials(opts.budget_limit_s());
         w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
@@ -281,6 +296,7 @@ mod tests {
             let full = protect(&t, &base).unwrap();
             let short = ProtectOptions { stated_limit_s: Some(1e-4), ..base.clone() };
             assert_eq!(cleanup_effort(1e-4), 5_000);
+            assert_eq!((local_trial_columns(600.0), local_trial_columns(1e-4)), (60_000_000, 10));
             let (a, b) = (protect(&t, &short).unwrap(), protect(&t, &short).unwrap());
             assert!(!a.stopped_by_time_limit, "seed {seed}");
             assert_eq!(a.statuses, b.statuses, "seed {seed}");

@@ -79,6 +79,14 @@ pub(crate) struct Work<'p, 'a> {
     /// on components of every size, so one budget per second of the limit serves small and
     /// large tables alike (default: no limit; the fast method's, [`super::fast`]).
     pub cleanup_effort: u64,
+    /// Attacker-LP columns a cleanup may solve when the local searches decide its trials
+    /// ([`Auditor::keep_held`]; default: no limit; the fast method's, [`super::fast`]). Why
+    /// columns there and not [`Self::cleanup_effort`]: those trials solve ball LPs of at most
+    /// 5,000 cells (~7,000 touching relations on c4-geo3) with few simplex iterations each, so
+    /// most of their time is setting the program up, which the effort does not count (43 M a
+    /// second on c4-geo3, 100–164 M in the other cleanups measured), and the columns follow it
+    /// (240–280 k a second from the first trial to the last).
+    pub local_trial_columns: usize,
     /// Suppressed cells in one component above which [`Self::cleanup`] decides its trials by
     /// the local searches alone ([`LOCAL_TRIALS_COMPONENT`]).
     pub local_trials_component: usize,
@@ -202,6 +210,7 @@ impl<'p, 'a> Work<'p, 'a> {
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
             cleanup_columns: usize::MAX,
             cleanup_effort: u64::MAX,
+            local_trial_columns: usize::MAX,
             local_trials_component: LOCAL_TRIALS_COMPONENT,
             group_trials: 0,
             cube_repairs: 0,
@@ -722,7 +731,12 @@ impl<'p, 'a> Work<'p, 'a> {
                 continue; // dropped with its group
             }
             let spent = (self.aud.lp_columns - cols0, self.aud.lp_effort.total() - effort0);
-            if deadline.reached() || spent.0 >= self.cleanup_columns || spent.1 >= self.cleanup_effort {
+            let columns = if self.aud.keep_held {
+                self.cleanup_columns.min(self.local_trial_columns)
+            } else {
+                self.cleanup_columns
+            };
+            if deadline.reached() || spent.0 >= columns || spent.1 >= self.cleanup_effort {
                 break;
             }
             if *tried % 50 == 0 {
@@ -1121,6 +1135,40 @@ mod tests {
                 assert!(dropped <= full.1, "seed {seed}: {dropped} dropped, {} in the full cleanup", full.1);
             });
         }
+    }
+
+    /// The local-trial column budget ([`Work::local_trial_columns`]) ends a cleanup whose trials
+    /// the local searches decide ([`Auditor::keep_held`]) as the column budget does: given half
+    /// the columns a full one solves, it goes through the same trials until it has spent them,
+    /// drops no more and passes the LP audit. It does nothing to a cleanup whose trials are
+    /// audited over the component: a budget of 0 leaves its cells as they were.
+    #[test]
+    fn the_local_trial_columns_end_only_a_locally_decided_cleanup() {
+        let mut cut_short = 0;
+        for seed in 0..3 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let run = |local: bool, budget: usize| {
+                let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+                let largest = w.aud.largest_component();
+                w.local_trials_component = if local { largest - 1 } else { largest };
+                w.local_trial_columns = budget;
+                let c0 = w.aud.lp_columns;
+                let dropped = w.cleanup(false, 200, &far).unwrap();
+                assert_eq!(w.aud.keep_held, local, "seed {seed}");
+                (w.aud.lp_columns - c0, dropped, w.sup().to_vec())
+            };
+            let full = run(true, usize::MAX);
+            assert!(full.0 > 0, "seed {seed}: no ball LP");
+            let half = run(true, full.0 / 2);
+            assert!((full.0 / 2..=full.0).contains(&half.0), "seed {seed}: {} columns of {}", half.0, full.0);
+            assert!(half.1 <= full.1, "seed {seed}: {} dropped, {} in the full cleanup", half.1, full.1);
+            assert!(lp_clean(&p, half.2.clone()), "seed {seed}: unsafe pattern");
+            cut_short += usize::from(half.1 < full.1);
+            assert_eq!(run(false, 0).2, run(false, usize::MAX).2, "seed {seed}: audited trials");
+        }
+        assert!(cut_short > 0, "the budget never ended a cleanup");
     }
 
     /// A drop trial's probe ([`Auditor::probe_lost`]) is exact: a shortfall it reports is one
