@@ -296,7 +296,7 @@ pub(crate) fn complete_merged<'p, 'a>(
         p.cost_percent(p.cost_of(&w.aud.sup))
     ));
     if let Some(c) = cleanup {
-        w.cleanup_columns = c.columns;
+        (w.cleanup_columns, w.cleanup_effort) = (c.columns, c.effort);
         w.cleanup(singleton_rule, c.trials, deadline)?;
     }
     Ok(w)
@@ -339,18 +339,24 @@ pub fn singleton_cleanup_columns(time_limit_s: f64) -> usize {
 /// 20,000 LPs) bring it to 3.65 %, 900 to 3.59 %; on c3-enterprises (61 % of the cells primary,
 /// one large component) each trial costs ~10× more, so the budget is in LP columns, not trials.
 pub(crate) fn modular_cleanup(opts: &ProtectOptions) -> Option<Cleanup> {
-    let asked = opts.cleanup_trials.map(|trials| Cleanup { trials, columns: usize::MAX });
+    let asked = opts.cleanup_trials.map(|trials| Cleanup { trials, ..Cleanup::UNLIMITED });
     let columns = singleton_cleanup_columns(opts.budget_limit_s());
-    let singleton = opts.singleton_rule.then_some(Cleanup { trials: usize::MAX, columns });
+    let singleton = opts.singleton_rule.then_some(Cleanup { columns, ..Cleanup::UNLIMITED });
     asked.or(singleton).filter(|_| opts.cleanup)
 }
 
-/// The budget of a global cleanup: drop trials, and attacker-LP columns
-/// ([`Work::cleanup_columns`]).
+/// The budget of a global cleanup: drop trials, attacker-LP columns
+/// ([`Work::cleanup_columns`]) and simplex effort ([`Work::cleanup_effort`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cleanup {
     pub trials: usize,
     pub columns: usize,
+    pub effort: u64,
+}
+
+impl Cleanup {
+    /// Every candidate, no work limit: the clock alone ends it.
+    pub const UNLIMITED: Cleanup = Cleanup { trials: usize::MAX, columns: usize::MAX, effort: u64::MAX };
 }
 
 /// Attacker-LP columns per second of the stated limit for the audits of HiTaS's merge repair
