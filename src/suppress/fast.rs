@@ -116,6 +116,13 @@ pub(crate) fn cleanup_effort(limit_s: f64) -> u64 {
     (super::budget::span_s(limit_s) * CLEANUP_EFFORT_PER_SECOND) as u64
 }
 
+/// The effort budget of a cleanup under `opts` ([`cleanup_effort`] of the stated limit), or
+/// none when the job states `cleanup_trials`: the count it chose is its budget, where the
+/// default's every-candidate count says nothing about time.
+pub(crate) fn effort_budget(opts: &ProtectOptions) -> Option<u64> {
+    opts.cleanup_trials.is_none().then(|| cleanup_effort(opts.budget_limit_s()))
+}
+
 /// The fast method's steps (see the module doc) from the options' own construction: the
 /// building block of HiTaS's subtables too large for the exact model and of joined linked
 /// tables. A whole table protected by the fast method goes through [`run_certified`].
@@ -216,10 +223,8 @@ fn finish(
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     if opts.cleanup {
         w.cleanup_columns = columns;
-        // A trial count the job states is the budget it chose; the effort budget is the
-        // default's, whose every-candidate count says nothing about time.
-        if opts.cleanup_trials.is_none() {
-            w.cleanup_effort = cleanup_effort(opts.budget_limit_s());
+        if let Some(effort) = effort_budget(opts) {
+            w.cleanup_effort = effort;
             w.local_trial_columns = local_trial_columns(opts.budget_limit_s());
         }
         w.group_trials = super::work::group_trials(opts.budget_limit_s());

@@ -106,13 +106,12 @@ fn search<'p, 'a>(
 ) -> Result<Work<'p, 'a>, SuppressError> {
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
-    // The first cleanup ends on the fast method's effort budget ([`super::fast::cleanup_effort`])
+    // The first cleanup ends on the fast method's effort budget ([`super::fast::effort_budget`])
     // unless the job states its trials: it tried every candidate until the clock, so the moves
     // got no time and each machine published its own pattern (c3-enterprises at 300 s: 280
     // trials, then the limit; with the budget 96 trials and all 200 moves in 158 s, BENCHMARKS
     // "Session 70").
-    let effort =
-        if opts.cleanup_trials.is_none() { super::fast::cleanup_effort(opts.budget_limit_s()) } else { u64::MAX };
+    let effort = super::fast::effort_budget(opts).unwrap_or(u64::MAX);
     let mut w = match seed {
         Some(m) => {
             let cleanup = Cleanup { trials: opts.cleanup_budget(), effort, ..Cleanup::UNLIMITED };
