@@ -75,7 +75,7 @@ SUITE = {
     # The README example's `salary` table itself: `sdcflow generate`'s default shape, the
     # example's data (200 k rows, seed 1) and its view (`sql/prepare.sql`: salary > 0).
     "ex-salary": {"rows": 200_000, "seed": 1, "dims": ["region", "section", "sex"], "contributor": "ent_id",
-                  "safety": "NK(1,85)|FREQ(3,10)", "shape": "regular"},
+                  "safety": "NK(1,85)|FREQ(3,10)", "shape": "regular", "with_salary": True},
     "c5-persons": {"rows": 50_000, "seed": 11, "dims": ["geo2", "nace2", "sex", "size_class", "contract"],
                    "contributor": None, "safety": "NK(1,85)|FREQ(3,10)"},
     # A second table between 20 k and 200 k cells (`auto` picks `fast` there; BENCHMARKS.md
@@ -120,9 +120,9 @@ def write_hrc(path: Path, tree: dict[str, list[str]]) -> None:
                 f.write(f"@{c}\n")
 
 
-def generate_census(size: str, work: Path, sdcflow: str) -> Path:
-    """`sdcflow generate --shape census` (or the spec's shape), then the derived variables and
-    .hrc files."""
+def generate_suite(size: str, work: Path, sdcflow: str) -> Path:
+    """`sdcflow generate` (the census shape unless the spec names another), then the derived
+    variables and .hrc files."""
     spec = SUITE[size]
     d = work / size
     d.mkdir(parents=True, exist_ok=True)
@@ -131,7 +131,7 @@ def generate_census(size: str, work: Path, sdcflow: str) -> Path:
     subprocess.run([sdcflow, "-q", "generate", "--shape", shape, "--out", str(raw), "--rows",
                     str(spec["rows"]), "--seed", str(spec["seed"])], check=True)
     t = pq.read_table(raw)
-    if shape == "regular":  # the example's view keeps the records with a salary
+    if spec.get("with_salary"):  # as the README example's view (`sql/prepare.sql`)
         t = t.filter(pc.greater(t["salary"], 0))
     t = t.to_pydict()
     cols = {
@@ -174,7 +174,7 @@ def generate_census(size: str, work: Path, sdcflow: str) -> Path:
 def generate(size: str, work: Path, sdcflow: str = "") -> Path:
     """Seeded microdata: one record per contributor; returns the Parquet path."""
     if size in SUITE:
-        return generate_census(size, work, sdcflow)
+        return generate_suite(size, work, sdcflow)
     spec = SIZES[size]
     rng = np.random.default_rng(spec["seed"])
     a_leaves = [c for _, cs in hier_codes(*spec["a"]) for c in cs]
