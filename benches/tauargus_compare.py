@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Side-by-side secondary cell suppression: tau-Argus (pytauargus) vs sdcflow on the same data.
 
-What it does, for each table size (`mid`: 3 dims, two hierarchical, ~11 k cells, ~1.7 k
-primaries; `small`: 3 dims, <= 500 cells, for `optimal`):
+What it does, for each table (`SUITE`: census-shaped records from `sdcflow generate`;
+`PUBLIC`: the public CASC EIA and Adult files of ../shared/data; `SIZES`: the historical
+friendly tables from numpy):
 
-1. writes seeded microdata as Parquet (numpy; one record per contributor, geometric contributor counts, log-normal values)
-   and the tau-Argus `.hrc` files of the two hierarchical variables;
+1. writes the records as Parquet (one record per contributor and cell) and the tau-Argus `.hrc`
+   files of the hierarchical variables;
 2. runs sdcflow (`sdcflow run`, one job per method) and tau-Argus through pytauargus
-   (`MOD(1)` modular, `OPT(1)` optimal) on the same records, rule `FREQ(3,10)`
-   (primary when fewer than 3 contributors; protection level 10 % of the cell value), cost =
-   cell value for both;
+   (`MOD(1)` modular, `OPT(1)` optimal) on the same records and the table's rule (the friendly
+   tables: `FREQ(3,10)`, primary when fewer than 3 contributors, protection level 10 % of the
+   cell value), cost = cell value for both;
 3. audits every result with `sdcflow audit` — for tau-Argus, its cell statuses are joined onto
    sdcflow's tabulation of the same table (codes, value, freq, top contributions, protection
    levels) and written as a `cells.parquet`;
@@ -22,8 +23,7 @@ Usage (needs `pip install "pytauargus[parquet,dataframe]"` and a built sdcflow b
         --work /tmp/tacmp --sizes mid,small --tau 'MOD;OPT;MOD(1,5,1,1,1)' \
         --methods fast,modular,tabu,optimal,fast-nosingleton
 
-`--time-limit` is sdcflow's per-method budget (s); `optimal` is only run on tables of at
-most 2 000 cells (sdcflow refuses larger ones). A `-nosingleton` suffix runs the method with
+`--time-limit` is sdcflow's per-method budget (s). A `-nosingleton` suffix runs the method with
 `secondary.singleton = false`, like tau-Argus's `MOD(1)`/`OPT(1)` defaults (pytauargus
 `MOD(1)` has its singleton options off); `MOD(1,T,1,1,1)` turns them on. Every result is
 audited with the singleton rule on, and the audit column says which check failed.
@@ -100,6 +100,37 @@ SUITE = {
 }
 HIERARCHICAL = {"geo2", "geo3", "nace2", "a", "b"}
 
+# Tables on public microdata from ../shared/data (not from a generator): the CASC project's test
+# files and the Adult census extract. Their variables are the records' own; `hier` names those
+# with a hierarchy (written as .hrc files beside the data).
+PUBLIC = {
+    # EIA: 1996 monthly revenues of U.S. electric utilities (CASC `casc_eia.csv`). State within
+    # census division within census region (3 levels, 3-9 states per division), month within
+    # quarter, customer sector (residential, commercial, industrial, other); the utility is the
+    # contributor (it reports every month and sector), records with a positive revenue.
+    "eia": {"source": "eia", "dims": ["geo", "month", "sector"], "hier": ["geo", "month"],
+            "contributor": "utility", "safety": "NK(1,85)|FREQ(3,10)"},
+    # Adult: 30,162 persons of the 1994 U.S. census extract, counted (value 1 per person) by age
+    # (single years within 5-, 10- and 20-year bands, the extract's own hierarchy: 4 levels with
+    # single-child ones) x education (its 3-level hierarchy) x sex; the frequency rule.
+    "adult": {"source": "adult", "dims": ["age", "education", "sex"], "hier": ["age", "education"],
+              "contributor": None, "safety": "FREQ(3,10)"},
+}
+SUITE.update(PUBLIC)
+
+# U.S. Census Bureau regions and divisions (codes R1-R4, D1-D9: state codes such as NE are taken).
+CENSUS_DIVISIONS = {
+    ("R1", "D1"): "CT ME MA NH RI VT", ("R1", "D2"): "NJ NY PA",
+    ("R2", "D3"): "IL IN MI OH WI", ("R2", "D4"): "IA KS MN MO NE ND SD",
+    ("R3", "D5"): "DE DC FL GA MD NC SC VA WV", ("R3", "D6"): "AL KY MS TN", ("R3", "D7"): "AR LA OK TX",
+    ("R4", "D8"): "AZ CO ID MT NV NM UT WY", ("R4", "D9"): "AK CA HI OR WA",
+}
+
+
+def hierarchical(spec: dict) -> set[str]:
+    """The table's variables that have a .hrc file."""
+    return set(spec.get("hier", HIERARCHICAL))
+
 
 def spec_of(size: str) -> dict:
     """Dimensions, rule and contributor of a suite or friendly table."""
@@ -171,8 +202,105 @@ def generate_suite(size: str, work: Path, sdcflow: str) -> Path:
     return path
 
 
+def write_tree(path: Path, leaves: dict[str, list[str]]) -> None:
+    """A .hrc file of the paths `leaf -> [top level, ..., leaf]` (tau-Argus's `@` per level)."""
+    tree: dict = {}
+    for p in leaves.values():
+        node = tree
+        for code in p:
+            node = node.setdefault(code, {})
+
+    def write(f, node: dict, depth: int) -> None:
+        for code in sorted(node):
+            f.write("@" * depth + code + "\n")
+            write(f, node[code], depth + 1)
+
+    with open(path, "w") as f:
+        write(f, tree, 0)
+
+
+def generate_public(size: str, work: Path) -> Path:
+    """The records of a public table (`PUBLIC`) as Parquet, and its .hrc files. Missing data is an
+    error, as the brief asks of everything that needs ../shared/data."""
+    spec = SUITE[size]
+    data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    d = work / size
+    d.mkdir(parents=True, exist_ok=True)
+    if spec["source"] == "eia":
+        import pyarrow.csv as pcsv  # the utility names hold quoted commas
+
+        t = pcsv.read_csv(data / "casc_eia.csv").to_pydict()
+        division = {s: rd for rd, states in CENSUS_DIVISIONS.items() for s in states.split()}
+        cols: dict[str, list] = {"geo": [], "month": [], "sector": [], "utility": [], "value": []}
+        for i in range(len(t["STATE"])):
+            for sector in ("RES", "COM", "IND", "OTH"):
+                v = t[f"{sector}REVENUE"][i]
+                if v > 0:  # adjustments are negative; dominance rules are for contributions
+                    cols["geo"].append(t["STATE"][i])
+                    cols["month"].append(f"{t['MONTH'][i]:02d}")
+                    cols["sector"].append(sector)
+                    cols["utility"].append(f"U{t['UTILITYID'][i]}")
+                    cols["value"].append(float(v))
+        write_tree(d / "geo.hrc", {s: [*division[s], s] for s in set(cols["geo"])})
+        write_tree(d / "month.hrc", {m: [f"Q{(int(m) - 1) // 3 + 1}", m] for m in set(cols["month"])})
+    elif spec["source"] == "adult":
+        import csv
+
+        # tau-Argus matches the codes of a hierarchy only when all have the variable's width, so
+        # every code is 3 characters: a 5-, 10- or 20-year age band is B, C or D and its first
+        # year, a single year A and the year ("0-4" -> B00, "10-19" -> C10, 39 -> A39); an
+        # education is E and the extract's education number (Preschool E01 ... Doctorate E16)
+        # within an abbreviated level (EHI = higher education, EUG = undergraduate, ...).
+        def age_code(label: str, depth: int) -> str:
+            return "DCBA"[depth] + f"{int(label.split('-')[0]):02d}"
+
+        education_code = {
+            "Preschool": "E01", "1st-4th": "E02", "5th-6th": "E03", "7th-8th": "E04", "9th": "E05",
+            "10th": "E06", "11th": "E07", "12th": "E08", "HS-grad": "E09", "Some-college": "E10",
+            "Assoc-voc": "E11", "Assoc-acdm": "E12", "Bachelors": "E13", "Masters": "E14",
+            "Prof-school": "E15", "Doctorate": "E16",
+            "Higher education": "EHI", "Secondary education": "ESE", "Primary education": "EPR",
+            "Graduate": "EGR", "Professional Education": "EPF", "Undergraduate": "EUG",
+            "High School": "EHS", "Primary School": "EPS",
+        }
+
+        def levels(name: str) -> dict[str, list[str]]:
+            # `code;finest band;...;coarsest band;*` -> code: [coarsest parent, ..., code]
+            out = {}
+            with open(data / "adult" / f"adult_hierarchy_{name}.csv") as f:
+                for line in f:
+                    p = [c.strip() for c in line.strip().split(";")]
+                    if p and p[0]:
+                        path = [c for c in reversed(p[1:]) if c != "*"] + [p[0]]
+                        if name == "age":
+                            path = [age_code(c, d) for d, c in enumerate(path)]
+                        else:
+                            path = [education_code[c] for c in path]
+                        out[p[0]] = path
+            return out
+
+        age, education = levels("age"), levels("education")
+        cols = {"age": [], "education": [], "sex": [], "value": []}
+        with open(data / "adult" / "adult.csv") as f:
+            for r in csv.DictReader(f, delimiter=";"):
+                cols["age"].append(age[r["age"]][-1])
+                cols["education"].append(education[r["education"]][-1])
+                cols["sex"].append(r["sex"])
+                cols["value"].append(1.0)
+        seen = set(cols["age"])
+        write_tree(d / "age.hrc", {a[-1]: a for a in age.values() if a[-1] in seen})
+        write_tree(d / "education.hrc", {e[-1]: e for e in education.values()})
+    else:
+        raise ValueError(f"unknown public source {spec['source']!r}")
+    path = d / "micro.parquet"
+    pq.write_table(pa.table(cols), path)
+    return path
+
+
 def generate(size: str, work: Path, sdcflow: str = "") -> Path:
     """Seeded microdata: one record per contributor; returns the Parquet path."""
+    if size in PUBLIC:
+        return generate_public(size, work)
     if size in SUITE:
         return generate_suite(size, work, sdcflow)
     spec = SIZES[size]
@@ -212,7 +340,7 @@ def job_text(size_dir: Path, method: str, time_limit: float, singleton: bool = T
 [[hierarchy]]
 variable = "{v}"
 file = "{size_dir / (v + '.hrc')}"
-''' for v in spec["dims"] if v in HIERARCHICAL)
+''' for v in spec["dims"] if v in hierarchical(spec))
     contributor = f'contributor = "{spec["contributor"]}"\n' if spec["contributor"] else ""
     explanatory = ", ".join(f'"{v}"' for v in spec["dims"])
     limit = f", time_limit_s = {time_limit}" if time_limit > 0 else ""
@@ -337,7 +465,7 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
     t0 = time.perf_counter()
     try:
         res = protect(micro, dims, response="value", safety_rules=tau_safety(spec),
-                      suppress=method, hrc={v: str(size_dir / f"{v}.hrc") for v in dims if v in HIERARCHICAL},
+                      suppress=method, hrc={v: str(size_dir / f"{v}.hrc") for v in dims if v in hierarchical(spec)},
                       holding_var=spec["contributor"], hierleadstring="@", totcode="Total", workdir=str(wd))
     except Exception as e:  # noqa: BLE001 - any engine failure is a result to report
         return {"tool": "tau-Argus", "method": method, "error": f"{type(e).__name__}: {e}",
@@ -346,7 +474,8 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
         os.chdir(cwd)
     wall = time.perf_counter() - t0
     rows = res.tables[0].rows
-    tau = {tuple(r[v] for v in dims): r["status"] for r in rows}
+    # tau-Argus pads codes shorter than the variable's width with blanks ("  Male").
+    tau = {tuple(str(r[v]).strip() for v in dims): r["status"] for r in rows}
     # Join onto sdcflow's own tabulation of the same table (method none = primaries only).
     base = pq.read_table(cells_of(size_dir / "out_none"))
     d = base.to_pydict()
