@@ -327,12 +327,7 @@ async fn protect_linked_group(
         tm.insert("secondary".to_string(), secs);
         write_table(staging, t, &a, Some(p), tm, report)?;
         if let Some(r) = report.tables.last_mut() {
-            r.audit = format!(
-                "passed (joint audit of linked tables {}): {} sensitive cells, attacker LPs solved: {}, 0 under-protected",
-                group.join(", "),
-                p.audit.sensitive,
-                p.audit.lps_solved
-            );
+            r.audit = format!("passed (joint audit of linked tables {}): {}", group.join(", "), p.audit.describe());
         }
     }
     Ok(())
@@ -376,10 +371,7 @@ fn table_report(
         method: t.secondary.reported(p.map(|p| p.method)),
         protected_against_recalculation: p.is_some(),
         audit: match p {
-            Some(p) => format!(
-                "passed: {} sensitive cells, attacker LPs solved: {}, 0 under-protected",
-                p.audit.sensitive, p.audit.lps_solved
-            ),
+            Some(p) => format!("passed: {}", p.audit.describe()),
             None => "not run: secondary method \"none\" publishes primaries only".into(),
         },
         secondary_cost: p.map(|p| p.secondary_cost),

@@ -75,6 +75,8 @@ pub struct AuditOutcome {
     pub published_sensitive: Vec<Vec<String>>,
     /// Attacker LPs solved.
     pub lps_solved: usize,
+    /// Sensitive-cell bounds proven by exact combinatorial witnesses instead of LPs.
+    pub witnessed: usize,
     /// Whether intervals are exact (else proven only up to the protection levels).
     pub exact_intervals: bool,
 }
@@ -460,6 +462,7 @@ pub fn audit_output(
         singleton_violations: singles.into_iter().map(codes_of).collect(),
         published_sensitive,
         lps_solved: rep.lps_solved,
+        witnessed: rep.witnessed,
         exact_intervals,
     })
 }

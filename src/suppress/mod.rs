@@ -237,6 +237,18 @@ pub struct AuditSummary {
     pub seconds: f64,
 }
 
+impl AuditSummary {
+    /// The report's audit line: how many of the sensitive cells' two bounds each were proven by
+    /// exact combinatorial witnesses and how many by attacker LPs (a line saying only "0 LPs"
+    /// reads as if nothing was checked).
+    pub fn describe(&self) -> String {
+        format!(
+            "{} sensitive cells, bounds proven by {} exact witnesses and {} attacker LPs, 0 under-protected",
+            self.sensitive, self.witnessed, self.lps_solved
+        )
+    }
+}
+
 /// A protected table: statuses and figures.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Protection {
