@@ -221,7 +221,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                     o.write_csv_to(&mut std::io::stdout().lock()).context("writing the intervals")?;
                 }
                 println!(
-                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, bounds proven by {} exact witnesses and {} attacker LPs",
+                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {} bounds proven ({} by combinatorial witnesses, {} by attacker LPs; {} LPs solved)",
                     o.table,
                     o.cells,
                     o.suppressed,
@@ -229,7 +229,9 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                     o.under_protected.len(),
                     o.singleton_violations.len(),
                     o.published_sensitive.len(),
+                    o.proven,
                     o.witnessed,
+                    o.proven.saturating_sub(o.witnessed),
                     o.lps_solved
                 );
             }

@@ -77,6 +77,8 @@ pub struct AuditOutcome {
     pub lps_solved: usize,
     /// Sensitive-cell bounds proven by exact combinatorial witnesses instead of LPs.
     pub witnessed: usize,
+    /// Sensitive-cell bounds proven in all (witnesses and attacker-LP solutions).
+    pub proven: usize,
     /// Whether intervals are exact (else proven only up to the protection levels).
     pub exact_intervals: bool,
 }
@@ -463,6 +465,7 @@ pub fn audit_output(
         published_sensitive,
         lps_solved: rep.lps_solved,
         witnessed: rep.witnessed,
+        proven: rep.proven,
         exact_intervals,
     })
 }

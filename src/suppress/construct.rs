@@ -540,7 +540,8 @@ mod tests {
         let prot = protect(&t, &o).unwrap();
         assert_eq!((prot.audit.lps_solved, prot.audit.witnessed), (0, 2), "{:?}", prot.audit);
         // The report says how the bounds were proven, not only "0 LPs".
-        assert!(prot.audit.describe().contains("by 2 exact witnesses and 0 attacker LPs"), "{}", prot.audit.describe());
+        let line = prot.audit.describe();
+        assert!(line.contains("2 protection bounds proven (2 by combinatorial witnesses, 0 by attacker-LP"), "{line}");
         let lp = lp_audit(&t, &prot.statuses, true, true);
         assert!(lp.is_clean());
         assert!(lp.cells[0].hi >= vals[0][0] + 3.0 - 1e-6 && lp.cells[0].lo <= vals[0][0] - 3.0 + 1e-6);

@@ -163,6 +163,7 @@ pub(crate) fn clean_summary(rep: &AuditReport, seconds: f64, method: Method) -> 
         singleton_violations: 0,
         lps_solved: rep.lps_solved,
         witnessed: rep.witnessed,
+        proven: rep.proven,
         seconds,
     })
 }

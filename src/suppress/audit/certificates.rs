@@ -157,6 +157,7 @@ impl Auditor<'_, '_> {
             singleton_violations,
             lps_solved: lps,
             witnessed: self.witnessed(),
+            proven: self.proven(),
         })
     }
 

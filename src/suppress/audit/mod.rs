@@ -344,6 +344,11 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.lp_columns += columns;
     }
 
+    /// Pairs currently certified, by any witness (combinatorial, or an attacker LP's solution).
+    pub fn proven(&self) -> usize {
+        self.certs.iter().flatten().filter(|c| matches!(c, Cert::Ok(..))).count()
+    }
+
     /// Pairs currently certified by combinatorial witnesses.
     pub fn witnessed(&self) -> usize {
         self.certs.iter().flatten().filter(|c| matches!(c, Cert::Ok(w, _) if self.combinatorial[*w as usize])).count()
@@ -671,10 +676,12 @@ mod tests {
         t.set_protection(a, 2.0, 2.0, 0.0);
         let r = audit(&t, &st, false, &AuditOptions::default()).unwrap();
         assert!(r.is_clean());
-        assert_eq!((r.lps_solved, r.witnessed), (0, 2));
+        assert_eq!((r.lps_solved, r.witnessed, r.proven), (0, 2, 2));
         assert_eq!(r.cells[0].certified_by, CertifiedBy::Witness);
         let r = audit(&t, &st, false, &AuditOptions { lp_only: true, ..Default::default() }).unwrap();
         assert!(r.is_clean() && r.lps_solved > 0);
+        // Both bounds proven, by attacker-LP solutions only.
+        assert_eq!((r.witnessed, r.proven), (0, 2));
         assert_eq!(r.cells[0].certified_by, CertifiedBy::Lp);
     }
 
@@ -694,6 +701,8 @@ mod tests {
             let r = aud.recheck_or_reaudit(true).unwrap().unwrap();
             let fresh = audit(&t, &st, true, &AuditOptions::default()).unwrap();
             assert_eq!((r.is_clean(), r.lps_solved), (true, 0));
+            // No LP solved again, yet both bounds proven: by the held LP solutions (lp_only).
+            assert_eq!((r.proven, r.witnessed), (2, if lp_only { 0 } else { 2 }), "lp_only {lp_only}");
             assert_eq!(r.under_protected, fresh.under_protected);
             aud.sup[t.find(&[2, 2]).unwrap()] = false;
             assert!(!aud.unverified().unwrap().is_empty(), "lp_only {lp_only}");

@@ -76,6 +76,10 @@ pub struct AuditReport {
     /// (Sensitive cell, direction) pairs certified by combinatorial witnesses, without an LP.
     #[serde(default)]
     pub witnessed: usize,
+    /// (Sensitive cell, direction) pairs certified in all: by combinatorial witnesses or by
+    /// attacker-LP solutions (solved by this audit, or found by the search and re-verified).
+    #[serde(default)]
+    pub proven: usize,
 }
 
 impl AuditReport {
@@ -113,8 +117,8 @@ pub(crate) fn audit_problem(
     let cells = a.cell_audits();
     let under_protected = cells.iter().filter(|c| !c.protected()).map(|c| c.cell).collect();
     let singleton_violations = if singleton_rule { singleton::violations(p, sup) } else { Vec::new() };
-    let witnessed = a.witnessed();
-    Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps, witnessed })
+    let (witnessed, proven) = (a.witnessed(), a.proven());
+    Ok(AuditReport { cells, under_protected, singleton_violations, lps_solved: a.lps, witnessed, proven })
 }
 
 impl Auditor<'_, '_> {
