@@ -221,7 +221,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                     o.write_csv_to(&mut std::io::stdout().lock()).context("writing the intervals")?;
                 }
                 println!(
-                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {} bounds proven ({} by combinatorial witnesses, {} by attacker LPs; {} LPs solved)",
+                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {} bounds proven ({} by combinatorial witnesses, {} by attacker-LP solutions; {} LPs solved)",
                     o.table,
                     o.cells,
                     o.suppressed,
