@@ -221,7 +221,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                     o.write_csv_to(&mut std::io::stdout().lock()).context("writing the intervals")?;
                 }
                 println!(
-                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {} bounds proven ({} by combinatorial witnesses, {} by attacker-LP solutions; {} LPs solved)",
+                    "audit of table {}: {} cells, {} suppressed, {} sensitive, {} under-protected, {} singleton violations, {} published sensitive, {}",
                     o.table,
                     o.cells,
                     o.suppressed,
@@ -229,10 +229,7 @@ pub async fn run(cmd: Command, verbosity: Verbosity) -> anyhow::Result<()> {
                     o.under_protected.len(),
                     o.singleton_violations.len(),
                     o.published_sensitive.len(),
-                    o.proven,
-                    o.witnessed,
-                    o.proven.saturating_sub(o.witnessed),
-                    o.lps_solved
+                    sdcflow::suppress::audit::proofs_line(o.proven, o.witnessed, o.lps_solved)
                 );
             }
             Ok(o.check()?)

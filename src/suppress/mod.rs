@@ -247,15 +247,8 @@ impl AuditSummary {
     /// audit solved. Why: a line with only the LPs solved ("0") reads as if nothing was
     /// checked, when the search's LP solutions were re-verified exactly instead of solved again.
     pub fn describe(&self) -> String {
-        format!(
-            "{} sensitive cells, {} protection bounds proven ({} by combinatorial witnesses, {} by attacker-LP \
-             solutions; {} LPs solved by the final audit), 0 under-protected",
-            self.sensitive,
-            self.proven,
-            self.witnessed,
-            self.proven.saturating_sub(self.witnessed),
-            self.lps_solved
-        )
+        let proofs = audit::proofs_line(self.proven, self.witnessed, self.lps_solved);
+        format!("{} sensitive cells, {proofs}, 0 under-protected", self.sensitive)
     }
 }
 

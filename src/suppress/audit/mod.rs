@@ -44,7 +44,7 @@ mod store;
 pub(crate) use bounds::{DeferSingles, SmallBatches};
 pub(crate) use certificates::{CubeCandidate, MoveCandidate};
 pub(crate) use report::audit_problem;
-pub use report::{audit, AuditOptions, AuditReport, CellAudit, CertifiedBy};
+pub use report::{audit, proofs_line, AuditOptions, AuditReport, CellAudit, CertifiedBy};
 
 /// Certificate state of one (sensitive cell, direction).
 #[derive(Debug, Clone)]

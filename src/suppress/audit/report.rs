@@ -82,6 +82,17 @@ pub struct AuditReport {
     pub proven: usize,
 }
 
+/// How the bounds of an audit were proven, as the run report and `sdcflow audit` both say it:
+/// `proven` (sensitive cell, direction) pairs, `witnessed` of them by combinatorial witnesses, the
+/// rest by attacker-LP solutions (one solution often proves several bounds), and the LPs solved.
+pub fn proofs_line(proven: usize, witnessed: usize, lps_solved: usize) -> String {
+    format!(
+        "{proven} protection bounds proven ({witnessed} by combinatorial witnesses, {} by attacker-LP solutions; \
+         {lps_solved} LPs solved)",
+        proven.saturating_sub(witnessed)
+    )
+}
+
 impl AuditReport {
     /// No under-protected cell and no singleton violation.
     pub fn is_clean(&self) -> bool {
