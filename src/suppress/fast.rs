@@ -222,15 +222,31 @@ fn finish(
     deadline: &Deadline,
 ) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     if opts.cleanup {
-        w.cleanup_columns = columns;
-        if let Some(effort) = effort_budget(opts) {
-            w.cleanup_effort = effort;
-            w.local_trial_columns = local_trial_columns(opts.budget_limit_s());
-        }
-        w.group_trials = super::work::group_trials(opts.budget_limit_s());
-        w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)?;
+        clean_up(&mut w, opts, columns, deadline)?;
     }
     w.into_certified(opts.singleton_rule)
+}
+
+/// The fast method's cleanup of clean pattern `w` under `opts`, also ending after `columns`
+/// attacker-LP columns: the trials the job states, or else the effort budget and, where the
+/// local searches decide the trials, the column budget from the stated limit; the group drop
+/// trials of a giant component. The tabu search's first cleanup is this one too. Why one
+/// function: the tabu search set the effort budget alone, so on a table whose trials are
+/// decided locally (a million-cell census table) its cleanup ended on the clock, and each
+/// machine published its own pattern. Returns the cells dropped.
+pub(crate) fn clean_up(
+    w: &mut Work,
+    opts: &ProtectOptions,
+    columns: usize,
+    deadline: &Deadline,
+) -> Result<usize, SuppressError> {
+    w.cleanup_columns = columns;
+    if let Some(effort) = effort_budget(opts) {
+        w.cleanup_effort = effort;
+        w.local_trial_columns = local_trial_columns(opts.budget_limit_s());
+    }
+    w.group_trials = super::work::group_trials(opts.budget_limit_s());
+    w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)
 }
 
 #[cfg(test)]
@@ -400,6 +416,56 @@ mod tests {
         assert_ne!(raw, full, "the cleanup must drop something on this table");
         assert_eq!(run_with_columns(&p, &opts, 0, &far).unwrap().0, raw);
         assert_eq!(run_with_columns(&p, &opts, usize::MAX, &far).unwrap().0, full);
+    }
+
+    /// The fast cleanup ([`clean_up`]) of a pattern whose trials the local searches decide ends
+    /// on the column budget of the *stated* limit ([`local_trial_columns`]), not on the clock
+    /// (600 s here): under a stated limit whose budget is 80 % of the columns a cleanup under a
+    /// long limit solves, and whose effort budget is above that cleanup's whole effort, it
+    /// stops between the budget and the full count, drops no more, passes the LP-only audit and
+    /// gives the same cells twice. Both limits are below one group drop trial, so only the
+    /// single trials differ. Why one table: on these small synthetic tables the trials' LPs
+    /// spend 370–970 effort per column (c4-geo3's ball LPs ~170), and only this one's effort
+    /// stays below the effort budget of such a limit (500 per column of the local budget).
+    #[test]
+    fn a_locally_decided_cleanup_ends_on_the_stated_limits_columns() {
+        use crate::suppress::audit::Auditor;
+        let seed = 3;
+        let t = synthetic(seed);
+        let p = Problem::from_table(&t, None);
+        let far = Deadline::after(600.0);
+        let run = |opts: &ProtectOptions| {
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            w.local_trials_component = w.aud.largest_component() - 1;
+            let (c0, e0) = (w.aud.lp_columns, w.aud.lp_effort.total());
+            let dropped = clean_up(&mut w, opts, usize::MAX, &far).unwrap();
+            assert!(w.aud.keep_held, "trials decided over the component");
+            (w.aud.lp_columns - c0, w.aud.lp_effort.total() - e0, dropped, w.sup().to_vec())
+        };
+        let long = ProtectOptions {
+            method: Method::Fast,
+            singleton_rule: false,
+            stated_limit_s: Some(super::super::work::GROUP_SECONDS_PER_TRIAL - 1.0),
+            ..Default::default()
+        };
+        let full = run(&long);
+        assert!(full.0 > 0 && full.0 < local_trial_columns(long.budget_limit_s()), "{} columns", full.0);
+        let limit = 0.8 * full.0 as f64 / LOCAL_TRIAL_COLUMNS_PER_SECOND;
+        assert!(
+            cleanup_effort(limit) > full.1,
+            "the effort budget would end it first: {} per column",
+            full.1 / full.0 as u64
+        );
+        let short = ProtectOptions { stated_limit_s: Some(limit), ..long.clone() };
+        let cut = run(&short);
+        let budget = local_trial_columns(limit);
+        assert!((budget..full.0).contains(&cut.0), "{} columns, budget {budget}, full {}", cut.0, full.0);
+        assert!(cut.2 <= full.2, "{} dropped, {} in the full cleanup", cut.2, full.2);
+        let mut lp = Auditor::new(&p, cut.3.clone());
+        lp.lp_only = true;
+        assert!(lp.check().unwrap().is_empty(), "unsafe pattern");
+        assert_eq!(run(&short).3, cut.3);
+        assert!(!far.was_hit());
     }
 
     /// On random 3-dimensional hierarchical tables the cube-assignment start, repair and

@@ -26,7 +26,7 @@ use crate::rng::Rng;
 
 use super::budget::Deadline;
 use super::construct::complete;
-use super::exact::{complete_merged, master, strengthen, Cleanup};
+use super::exact::{complete_merged, master, strengthen};
 use super::problem::{Fix, Problem};
 use super::work::Work;
 use super::{ProtectOptions, SuppressError};
@@ -106,24 +106,16 @@ fn search<'p, 'a>(
 ) -> Result<Work<'p, 'a>, SuppressError> {
     let mut rng = Rng::new(opts.seed);
     let rule = opts.singleton_rule;
-    // The first cleanup ends on the fast method's effort budget ([`super::fast::effort_budget`])
+    // The first cleanup is the fast method's, on its work budgets ([`super::fast::clean_up`])
     // unless the job states its trials: it tried every candidate until the clock, so the moves
     // got no time and each machine published its own pattern (c3-enterprises at 300 s: 280
     // trials, then the limit; with the budget 96 trials and all 200 moves in 158 s, BENCHMARKS
     // "Session 70").
-    let effort = super::fast::effort_budget(opts).unwrap_or(u64::MAX);
     let mut w = match seed {
-        Some(m) => {
-            let cleanup = Cleanup { trials: opts.cleanup_budget(), effort, ..Cleanup::UNLIMITED };
-            complete_merged(p, m, rule, Some(cleanup), deadline)?
-        }
-        None => {
-            let mut w = complete(p, p.initial(), rule, opts.construction, deadline)?;
-            w.cleanup_effort = effort;
-            w.cleanup(rule, opts.cleanup_budget(), deadline)?;
-            w
-        }
+        Some(m) => complete_merged(p, m, rule, None, deadline)?,
+        None => complete(p, p.initial(), rule, opts.construction, deadline)?,
     };
+    super::fast::clean_up(&mut w, opts, usize::MAX, deadline)?;
     if p.n() <= opts.optimal_max_cells && !deadline.reached() {
         let x0 = construct(p, opts, &mut rng, deadline)?;
         let c = complete(p, x0, rule, opts.construction, deadline)?;
@@ -345,6 +337,31 @@ mod tests {
             assert_eq!(run(&p, &base, None, &far).unwrap(), full, "seed {seed}: the default limit");
         }
         assert!(cut_short > 0, "the budget never ended a cleanup");
+    }
+
+    /// The search's first cleanup is the fast method's ([`super::super::fast::clean_up`]): with
+    /// no moves and no construction, the search publishes the fast method's cells from the
+    /// same start, under the default limit and under a stated limit that ends the cleanup early.
+    #[test]
+    fn the_first_cleanup_is_the_fast_methods() {
+        for seed in 0..4 {
+            let t = table(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            for stated in [None, Some(1e-4)] {
+                let o = ProtectOptions {
+                    method: Method::Tabu,
+                    tabu_iterations: 0,
+                    optimal_max_cells: 0,
+                    construction: Construction::Hypercube,
+                    stated_limit_s: stated,
+                    seed,
+                    ..Default::default()
+                };
+                let fast = super::super::fast::run(&p, &ProtectOptions { method: Method::Fast, ..o.clone() }, &far);
+                assert_eq!(run(&p, &o, None, &far).unwrap(), fast.unwrap(), "seed {seed}, limit {stated:?}");
+            }
+        }
     }
 
     /// A search that moved past its best pattern goes back to it with the certificates still
