@@ -211,9 +211,7 @@ fn master_rows(p: &Problem) -> (Rows, Rows) {
 /// "Session 26"). Deterministic: at most a number of iterations sized by [`LAGRANGIAN_WORK`],
 /// fewer when the bound stalls ([`LAGRANGIAN_STALL`]).
 fn lagrangian_bound(p: &Problem, upper: f64) -> f64 {
-    let (cap, alone) = master_rows(p);
-    let free: Vec<bool> = p.fix.iter().map(|f| *f == Fix::Free).collect();
-    let l = Lagrangian { cost: &p.cost, free, cap, alone };
+    let l = Lagrangian::new(p);
     let entries = l.cap.cell.len() + 2 * l.alone.cell.len() + p.n();
     let iterations = (LAGRANGIAN_WORK / entries.max(1)).min(LAGRANGIAN_ITERATIONS);
     let lambda = l.dual_ascent();
@@ -230,7 +228,14 @@ struct Lagrangian<'a> {
     alone: Rows,
 }
 
-impl Lagrangian<'_> {
+impl<'a> Lagrangian<'a> {
+    /// The relaxed master of `p` ([`master_rows`]).
+    fn new(p: &'a Problem) -> Self {
+        let (cap, alone) = master_rows(p);
+        let free = p.fix.iter().map(|f| *f == Fix::Free).collect();
+        Lagrangian { cost: &p.cost, free, cap, alone }
+    }
+
     /// Capacity-row multipliers by dual ascent, shortest rows first (never-alone ones at 0).
     fn dual_ascent(&self) -> Vec<f64> {
         let cap = &self.cap;
@@ -399,9 +404,7 @@ mod tests {
         for seed in 0..8 {
             let t = synthetic(seed);
             let p = Problem::from_table(&t, None);
-            let (cap, alone) = master_rows(&p);
-            let free = p.fix.iter().map(|f| *f == Fix::Free).collect();
-            let l = Lagrangian { cost: &p.cost, free, cap, alone };
+            let l = Lagrangian::new(&p);
             // A cap far above the optimum: the steps aim 5 % above the best value anyway.
             let upper: f64 = (0..p.n()).filter(|&j| l.free[j]).map(|j| p.cost[j]).sum();
             let (full, n_full) = l.volume(l.dual_ascent(), upper, LAGRANGIAN_ITERATIONS, 0.0);
