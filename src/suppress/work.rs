@@ -384,13 +384,18 @@ impl<'p, 'a> Work<'p, 'a> {
         deadline: &Deadline,
     ) -> Result<(), SuppressError> {
         let p = self.p;
-        for round in 0.. {
+        // Rounds whose audit decided every bound: a lazy audit ([`Auditor::lazy_singles`])
+        // that stopped at its first shortfalls is a part of a round, so the closing starts
+        // after as many whole audits as without it.
+        let mut whole_rounds = 0;
+        loop {
             if deadline.wall_reached() {
                 return Err(deadline.error("the audit-driven repair"));
             }
             let t0 = Instant::now();
             let lps0 = self.aud.lps;
             let fails = self.check_within_grace(deadline, "the audit-driven repair")?;
+            let whole = self.aud.unknown() == 0;
             crate::progress::solver_progress("repair", || {
                 format!(
                     "{} sensitive cells under-protected, cost {:.3} % of the table's cost",
@@ -493,11 +498,11 @@ impl<'p, 'a> Work<'p, 'a> {
                     first: p.sens[fails[0].sens].cell as usize,
                 });
             }
-            if round >= open_rounds {
+            if whole_rounds >= open_rounds {
                 self.close(added);
             }
+            whole_rounds += usize::from(whole);
         }
-        unreachable!("the repair loop returns")
     }
 
     /// Sets the work up for the split closure ([`Self::split_moves`]): its repair's audits

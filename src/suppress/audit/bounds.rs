@@ -451,6 +451,27 @@ impl Auditor<'_, '_> {
             singles.extend(out.left.into_iter().map(|(k, d)| (ci, k, d)));
         }
         singles.sort_unstable();
+        // Phase B, in chunks when the caller stops at the first shortfalls (`lazy_singles`).
+        let chunks: Vec<&[(usize, usize, usize)]> = match self.lazy_singles {
+            Some(size) => lazy_chunks(&singles, size),
+            None => vec![&singles[..]],
+        };
+        for chunk in chunks {
+            if self.solve_singles(&lps, chunk)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Phase B of [`Self::solve_unknown`] for the (component, sensitive index, direction)
+    /// triples `singles`: one LP each; returns whether a bound fell short.
+    fn solve_singles(&mut self, lps: &[CompLp], singles: &[(usize, usize, usize)]) -> Result<bool, SuppressError> {
+        let p = self.p;
+        let sup_owned = self.sup.clone();
+        let sup = &sup_owned;
+        let cold_cells = self.cold_rounds.clone();
+        let cold = |lp: &CompLp| cold_cells.contains(&lp.cells.len());
         // A column cap refuses phase B's LPs before solving any of them when they would pass it
         // (decided from their count and sizes: the same on every machine).
         self.stop_check()?;
@@ -517,11 +538,12 @@ impl Auditor<'_, '_> {
         }
         self.solved(res.len(), singles.iter().map(|&(ci, ..)| lps[ci].cells.len()).sum());
         let mut raw_of: crate::table::relations::FastMap<(usize, usize), Cut> = Default::default();
+        let mut short = false;
         for (&(_, k, d), (att, raw)) in singles.iter().zip(res) {
             if let Some(raw) = &raw {
                 raw_of.insert((k, d), raw.clone());
             }
-            self.settle_single((k, d), att, raw);
+            short |= !self.settle_single((k, d), att, raw);
         }
         // Sliding requirement: both directions were solved in this round.
         for (k, s) in p.sens.iter().enumerate() {
@@ -541,10 +563,28 @@ impl Auditor<'_, '_> {
                 }
                 let cut = Cut { coefs, rhs: s.spl }.merged().capped(s.spl);
                 self.certs[k][1] = Cert::Failed(v[1], Some(Box::new(cut)));
+                short = true;
             }
         }
-        Ok(())
+        Ok(short)
     }
+}
+
+/// `singles` (sorted by component, sensitive index, direction) cut into chunks of about `size`
+/// that keep both directions of a sensitive cell together (a sliding requirement needs both).
+fn lazy_chunks(singles: &[(usize, usize, usize)], size: usize) -> Vec<&[(usize, usize, usize)]> {
+    let mut out = Vec::new();
+    let mut rest = singles;
+    while !rest.is_empty() {
+        let mut end = size.max(1).min(rest.len());
+        while end < rest.len() && rest[end].0 == rest[end - 1].0 && rest[end].1 == rest[end - 1].1 {
+            end += 1;
+        }
+        let (head, tail) = rest.split_at(end);
+        out.push(head);
+        rest = tail;
+    }
+    out
 }
 
 /// A witness and its users `(sensitive index, direction, value)`.
@@ -903,4 +943,23 @@ fn batch_rounds(
         g = rest.into_iter().map(|(t, _)| *t).collect();
     }
     Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lazy_chunks;
+
+    /// Chunks of about the size asked, in order, covering every triple once, and never
+    /// splitting the two directions of a sensitive cell (a sliding requirement needs both).
+    #[test]
+    fn lazy_chunks_keep_a_cells_directions_together() {
+        let singles = [(0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (0, 3, 1), (1, 4, 0), (1, 4, 1)];
+        let chunks = lazy_chunks(&singles, 3);
+        let sizes: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, vec![4, 3]);
+        assert_eq!(chunks.concat(), singles.to_vec());
+        assert_eq!(lazy_chunks(&singles, 1).len(), 4);
+        assert_eq!(lazy_chunks(&singles, 100).len(), 1);
+        assert!(lazy_chunks(&[], 5).is_empty());
+    }
 }
