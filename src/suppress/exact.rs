@@ -428,9 +428,9 @@ const MERGED_REPAIR_OPEN_ROUNDS: usize = 50;
 /// ([`super::audit::Auditor::lazy_singles`]): a round repairs what it is given, a trial is
 /// refused by one shortfall, so the rest of such an audit is wasted. Measured on HiTaS's merge
 /// of Adult (ci build): ~370 failing bounds shared 3–7 added cells a round, and the repair took
-/// 27 rounds of ~400 single LPs each; lazily the rounds audit 32–70 bounds, the repair takes
-/// 1.6 s instead of 3.2 s, its drop trials 1.0 s instead of 1.6 s, and the published pattern is
-/// the same (and the same on the other five suite tables, singleton rule on and off).
+/// 27 rounds of ~400 single LPs each; lazily it takes 36 rounds, most stopping at 32 failing
+/// bounds, and 1.6 s instead of 3.2 s, its drop trials 1.0 s instead of 1.6 s, and the published
+/// pattern is the same (and the same on the other five suite tables, singleton rule on and off).
 const LAZY_SINGLES: usize = 32;
 
 /// Drop trials after a repair ([`drop_repair_additions`]; the most costly added cells first).
