@@ -457,7 +457,7 @@ impl Auditor<'_, '_> {
             None => vec![&singles[..]],
         };
         for chunk in chunks {
-            if self.solve_singles(&lps, chunk)? {
+            if self.solve_singles(&lps, sup, chunk)? {
                 break;
             }
         }
@@ -465,11 +465,15 @@ impl Auditor<'_, '_> {
     }
 
     /// Phase B of [`Self::solve_unknown`] for the (component, sensitive index, direction)
-    /// triples `singles`: one LP each; returns whether a bound fell short.
-    fn solve_singles(&mut self, lps: &[CompLp], singles: &[(usize, usize, usize)]) -> Result<bool, SuppressError> {
+    /// triples `singles` over the pattern `sup` (the components' LPs were built on it): one LP
+    /// each; returns whether a bound fell short.
+    fn solve_singles(
+        &mut self,
+        lps: &[CompLp],
+        sup: &[bool],
+        singles: &[(usize, usize, usize)],
+    ) -> Result<bool, SuppressError> {
         let p = self.p;
-        let sup_owned = self.sup.clone();
-        let sup = &sup_owned;
         let cold_cells = self.cold_rounds.clone();
         let cold = |lp: &CompLp| cold_cells.contains(&lp.cells.len());
         // A column cap refuses phase B's LPs before solving any of them when they would pass it

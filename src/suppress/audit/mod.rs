@@ -179,11 +179,9 @@ pub(crate) struct Auditor<'p, 'a> {
     /// to leave every bound to the single LPs).
     pub(crate) batch_min_targets: usize,
     /// When set, a check's single LPs run in chunks of about this many bounds and stop after
-    /// the first chunk with a shortfall, leaving the rest unknown for the next check. Why: a
-    /// repair round adds cells for every shortfall it is given, and on a merged HiTaS pattern
-    /// hundreds of shortfalls share a handful of cells (Adult: ~370 failing bounds, 3–7 cells
-    /// added a round, 27 rounds of ~400 LPs each), so auditing them all between two rounds is
-    /// mostly wasted.
+    /// the first chunk with a shortfall, leaving the rest unknown for the next check: for
+    /// callers that act on the first shortfalls (a repair round, a drop trial; why and what it
+    /// saves: `exact::LAZY_SINGLES`).
     pub lazy_singles: Option<usize>,
 }
 
