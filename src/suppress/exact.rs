@@ -311,7 +311,7 @@ pub(crate) fn complete_merged<'p, 'a>(
         p.cost_percent(p.cost_of(&w.aud.sup))
     ));
     if let Some(c) = cleanup {
-        (w.cleanup_columns, w.cleanup_effort) = (c.columns, c.effort);
+        (w.cleanup_columns, w.cleanup_effort, w.cleanup_min_trials) = (c.columns, c.effort, c.min_trials);
         w.cleanup(singleton_rule, c.trials, deadline)?;
     }
     Ok(w)
@@ -329,35 +329,39 @@ pub(crate) struct Deferral {
 }
 
 /// Attacker-LP columns (`Auditor::lp_columns`) of the global cleanup after HiTaS's merged
-/// pattern is repaired under the singleton rule, per second of the stated time limit
-/// ([`singleton_cleanup_columns`]): 24 M at the 600-s default. A size-weighted work count:
+/// pattern is repaired — under the singleton rule, or when the pattern is far from the lower
+/// bound ([`super::modular::default_cleanup`]) — per second of the stated time limit
+/// ([`completion_cleanup_columns`]): 24 M at the 600-s default. A size-weighted work count:
 /// a trial's LPs are ~3× larger on c3-enterprises (one component of ~9,000 cells) than on
 /// c3-persons. Measured (release build, 2-core machine): c3-persons solves ~195 k columns a
-/// second, c3-enterprises ~118 k, so this cleanup takes ~20 % and ~34 % of the limit (the gap
-/// cleanup's whole runs stay under 40 % of it, [`super::modular::CLEANUP_SECONDS_PER_TRIAL`]).
+/// second, c3-enterprises ~118 k, so this cleanup takes ~20 % and ~34 % of the limit.
 /// The former budget, 20,000 LPs (17.3 M columns on c3-persons, 51 M on c3-enterprises), took
 /// c3-enterprises's whole run to 89 % of the 600-s limit: a slower machine would have been
 /// stopped by the limit, and published another pattern.
-pub const SINGLETON_CLEANUP_COLUMNS_PER_SECOND: f64 = 40_000.0;
+pub const COMPLETION_CLEANUP_COLUMNS_PER_SECOND: f64 = 40_000.0;
 
-/// The LP-column budget of the singleton rule's cleanup under a stated limit of
-/// `time_limit_s` ([`SINGLETON_CLEANUP_COLUMNS_PER_SECOND`]).
-pub fn singleton_cleanup_columns(time_limit_s: f64) -> usize {
-    (time_limit_s * SINGLETON_CLEANUP_COLUMNS_PER_SECOND).floor() as usize
+/// The LP-column budget of the modular completion's cleanup under a stated limit of
+/// `time_limit_s` ([`COMPLETION_CLEANUP_COLUMNS_PER_SECOND`]).
+pub fn completion_cleanup_columns(time_limit_s: f64) -> usize {
+    (time_limit_s * COMPLETION_CLEANUP_COLUMNS_PER_SECOND).floor() as usize
 }
 
-/// The cleanup budget of the modular completion: the drop trials asked for, if any (by the job,
-/// or by the client: [`super::modular::default_cleanup`]); else none,
-/// except under the singleton rule: its rows in every subtable leave many secondaries that the
-/// whole table does not need. Measured on c3-persons (11,264 cells, singleton rule on, release
-/// build): the repaired merged pattern suppresses 4.03 % of the value, 500 drop trials (about
-/// 20,000 LPs) bring it to 3.65 %, 900 to 3.59 %; on c3-enterprises (61 % of the cells primary,
-/// one large component) each trial costs ~10× more, so the budget is in LP columns, not trials.
+/// The cleanup budget of the modular completion: the drop trials asked for, if any (by the
+/// job); else the LP columns the client set (`cleanup_columns`:
+/// [`super::modular::default_cleanup`]); else none, except under the singleton rule: its rows
+/// in every subtable leave many secondaries that the whole table does not need. Measured on
+/// c3-persons (11,264 cells, singleton rule on, release build): the repaired merged pattern
+/// suppresses 4.03 % of the value, 500 drop trials (about 20,000 LPs) bring it to 3.65 %, 900
+/// to 3.59 %; on c3-enterprises (61 % of the cells primary, one large component) each trial
+/// costs ~10× more, so the budget is in LP columns, not trials.
 pub(crate) fn modular_cleanup(opts: &ProtectOptions) -> Option<Cleanup> {
+    let limit = opts.budget_limit_s();
     let asked = opts.cleanup_trials.map(|trials| Cleanup { trials, ..Cleanup::UNLIMITED });
-    let columns = singleton_cleanup_columns(opts.budget_limit_s());
-    let singleton = opts.singleton_rule.then_some(Cleanup { columns, ..Cleanup::UNLIMITED });
-    asked.or(singleton).filter(|_| opts.cleanup)
+    let min_trials = super::modular::cleanup_gap_trials(limit);
+    let gap = opts.cleanup_columns.map(|columns| Cleanup { columns, min_trials, ..Cleanup::UNLIMITED });
+    let singleton =
+        opts.singleton_rule.then(|| Cleanup { columns: completion_cleanup_columns(limit), ..Cleanup::UNLIMITED });
+    asked.or(gap).or(singleton).filter(|_| opts.cleanup)
 }
 
 /// The budget of a global cleanup: drop trials, attacker-LP columns
@@ -367,11 +371,13 @@ pub(crate) struct Cleanup {
     pub trials: usize,
     pub columns: usize,
     pub effort: u64,
+    /// Trials run before `columns` and `effort` may end it ([`Work::cleanup_min_trials`]).
+    pub min_trials: usize,
 }
 
 impl Cleanup {
     /// Every candidate, no work limit: the clock alone ends it.
-    pub const UNLIMITED: Cleanup = Cleanup { trials: usize::MAX, columns: usize::MAX, effort: u64::MAX };
+    pub const UNLIMITED: Cleanup = Cleanup { trials: usize::MAX, columns: usize::MAX, effort: u64::MAX, min_trials: 0 };
 }
 
 /// Attacker-LP columns per second of the stated limit for the audits of HiTaS's merge repair

@@ -123,6 +123,12 @@ pub struct ProtectOptions {
     /// completion, none — see [`task`]).
     #[serde(default)]
     pub cleanup_trials: Option<usize>,
+    /// `Modular`'s completion: a cleanup that tries every candidate until it has spent this
+    /// many attacker-LP columns (`Auditor::lp_columns`) and run `modular::cleanup_gap_trials`
+    /// trials. Set by the client when HiTaS's merged pattern is far from the lower bound
+    /// ([`modular::default_cleanup`]); `cleanup_trials`, when set, decides instead.
+    #[serde(default)]
+    pub cleanup_columns: Option<usize>,
     /// `Optimal`: master MIP solves (each adds the capacity cuts its pattern violates).
     #[serde(default = "default_master_solves")]
     pub master_solves: usize,
@@ -188,6 +194,7 @@ impl Default for ProtectOptions {
             cleanup: true,
             tabu_iterations: 200,
             cleanup_trials: None,
+            cleanup_columns: None,
             master_solves: default_master_solves(),
             mip_nodes: default_mip_nodes(),
             optimal_lp_rounds: default_optimal_lp_rounds(),
@@ -411,14 +418,14 @@ pub fn protect_with(
     };
     // HiTaS's completion gets a cleanup when the lower bound says its pattern may be far from
     // the optimum; that bound is also the one reported.
-    let (cleanup_trials, hitas_bound) = match (&before, &merged) {
+    let (cleanup_columns, hitas_bound) = match (&before, &merged) {
         (Some(p), Some(m)) if opts.method == Method::Modular => modular::default_cleanup(p, m, opts, subtable_bound),
-        _ => (opts.cleanup_trials, None),
+        _ => (None, None),
     };
     let left = deadline.left_s();
     let task = TableTask {
         tables: vec![table.clone()],
-        opts: ProtectOptions { cleanup_trials, ..opts.with_time_left(left) },
+        opts: ProtectOptions { cleanup_columns, ..opts.with_time_left(left) },
         merged,
     };
     let mut out = task::run_checked(solver, task)?;

@@ -29,7 +29,7 @@ use super::budget::Deadline;
 use super::problem::{Fix, Problem};
 use super::task::{solve_table_task, TableOutcome, TableTask};
 use super::trace::trace;
-use super::{fast, Method, ProtectOptions, SuppressError};
+use super::{exact, fast, Method, ProtectOptions, SuppressError};
 use crate::table::relations::FastMap;
 use crate::table::{Cell, CellStatus, Dimension, Table};
 
@@ -202,7 +202,15 @@ const SUBTABLE_EXACT_BUDGET: (usize, usize, usize, f64) = (3, 10, 30, 0.005);
 /// (`secondary.cleanup_trials`), not of each subtable's.
 fn subtable_options(opts: &ProtectOptions) -> ProtectOptions {
     let (master_solves, mip_nodes, optimal_lp_rounds, optimal_gap) = SUBTABLE_EXACT_BUDGET;
-    ProtectOptions { master_solves, mip_nodes, optimal_lp_rounds, optimal_gap, cleanup_trials: None, ..opts.clone() }
+    ProtectOptions {
+        master_solves,
+        mip_nodes,
+        optimal_lp_rounds,
+        optimal_gap,
+        cleanup_trials: None,
+        cleanup_columns: None,
+        ..opts.clone()
+    }
 }
 
 /// The relative gap between HiTaS's merged pattern and the lower bound above which the modular
@@ -210,7 +218,7 @@ fn subtable_options(opts: &ProtectOptions) -> ProtectOptions {
 /// see (20 %). Below it the repaired merged pattern is published as it is.
 pub const CLEANUP_GAP: f64 = 0.20;
 
-/// Seconds of the time limit (`time_limit_s`) per drop trial of that cleanup: its budget is
+/// Seconds of the time limit (`time_limit_s`) per drop trial of that cleanup: it runs at least
 /// one trial per this many seconds ([`cleanup_gap_trials`]; 250 at the 600-s default). A work
 /// budget derived from the job, never from the clock, so the pattern is the same on any
 /// machine; the limit stays the hard stop. Measured on the census-shaped suite (BENCHMARKS.md,
@@ -223,30 +231,39 @@ pub const CLEANUP_GAP: f64 = 0.20;
 /// c4-persons (3 %) and c3-ent-flat (19 %) are below the threshold and keep their time.
 pub const CLEANUP_SECONDS_PER_TRIAL: f64 = 2.4;
 
-/// Drop trials of the cleanup the modular completion gets without being asked, under time
-/// limit `time_limit_s` ([`CLEANUP_SECONDS_PER_TRIAL`]).
+/// Drop trials the cleanup the modular completion gets without being asked runs at least,
+/// under time limit `time_limit_s` ([`CLEANUP_SECONDS_PER_TRIAL`]).
 pub fn cleanup_gap_trials(time_limit_s: f64) -> usize {
     (time_limit_s / CLEANUP_SECONDS_PER_TRIAL).floor() as usize
 }
 
-/// The cleanup budget (`cleanup_trials`) of the completion of HiTaS's merged pattern `merged`
+/// The cleanup budget (`cleanup_columns`) of the completion of HiTaS's merged pattern `merged`
 /// over `p`, and the lower bound on the secondary cost computed to decide it (`None` when the
 /// options decide alone: a budget asked for, the singleton rule's own cleanup, or none at all).
 /// `subtable_bound`: the subtables' bound on the whole table, if any ([`Levels`]).
+///
+/// The budget: every candidate, until the cleanup has run at least [`cleanup_gap_trials`]
+/// trials *and* spent the singleton rule's attacker-LP columns
+/// ([`exact::completion_cleanup_columns`]). Why both: a trial's cost differs by orders of
+/// magnitude between tables. Measured (BENCHMARKS.md, "Session 75"): the trials alone stopped
+/// EIA's cleanup after 250 of its 424 candidates (0.1 s; 0.586 % of the value where all of
+/// them give 0.577 %) and c4-hier's after 250 of 6,537 (most refused without an LP; all of them
+/// take ~45 s more and give 4.87 % instead of 4.91 %); the columns alone ended c3-enterprises'
+/// after 126 trials (39.32 % instead of 39.12 %), where the 250 trials spend ~36 M columns.
 pub(crate) fn default_cleanup(
     p: &Problem,
     merged: &[bool],
     opts: &ProtectOptions,
     subtable_bound: Option<f64>,
 ) -> (Option<usize>, Option<f64>) {
-    if opts.cleanup_trials.is_some() || opts.singleton_rule || !opts.cleanup {
-        return (opts.cleanup_trials, None);
+    if opts.cleanup_trials.is_some() || opts.cleanup_columns.is_some() || opts.singleton_rule || !opts.cleanup {
+        return (opts.cleanup_columns, None);
     }
     let cost = super::secondary_cost_of(p, &super::output_statuses(p, merged));
     let lb = super::best_bound(p, subtable_bound, Some(cost));
     let gap = super::relative_gap(cost, lb);
     trace(format_args!("HiTaS's merged pattern: {:.1} % gap to the lower bound", 100.0 * gap));
-    ((gap > CLEANUP_GAP).then_some(cleanup_gap_trials(opts.budget_limit_s())), Some(lb))
+    ((gap > CLEANUP_GAP).then_some(exact::completion_cleanup_columns(opts.budget_limit_s())), Some(lb))
 }
 
 /// Sensitive cells plus marginals equal to a sensitive part (or parts equal to a sensitive
@@ -799,8 +816,9 @@ mod tests {
 
     /// Without a budget asked for, the modular completion cleans up exactly when HiTaS's merged
     /// pattern's gap to the lower bound is above [`CLEANUP_GAP`]: the default's pattern is the
-    /// one of `cleanup_trials = cleanup_gap_trials(time_limit_s)` then, of `cleanup_trials = 0` otherwise, and
-    /// both cases occur on these tables. The bound decided on is the one reported.
+    /// one of `cleanup_columns = completion_cleanup_columns(time_limit_s)` then, of
+    /// `cleanup_trials = 0` otherwise, and both cases occur on these tables. The bound decided
+    /// on is the one reported.
     #[test]
     fn the_default_cleans_up_hitas_patterns_far_from_the_bound() {
         let base = ProtectOptions { method: Method::Modular, singleton_rule: false, ..Default::default() };
@@ -817,20 +835,24 @@ mod tests {
             let p = Problem::from_table(&t, None);
             let levels = run_levels(&t, &p, &base, &Deadline::after(600.0), &InProcess).unwrap();
             let merged = levels.merged;
-            let (trials, bound) = default_cleanup(&p, &merged, &base, levels.whole_table_bound);
+            let (columns, bound) = default_cleanup(&p, &merged, &base, levels.whole_table_bound);
             let bound = bound.expect("decided on a bound");
             let gap = super::super::relative_gap(
                 super::super::secondary_cost_of(&p, &super::super::output_statuses(&p, &merged)),
                 bound,
             );
-            assert_eq!(trials, (gap > CLEANUP_GAP).then_some(cleanup_gap_trials(base.time_limit_s)), "seed {seed}");
+            let budget = exact::completion_cleanup_columns(base.time_limit_s);
+            assert_eq!(columns, (gap > CLEANUP_GAP).then_some(budget), "seed {seed}");
             let default = super::super::protect(&t, &base).unwrap();
-            let asked = ProtectOptions { cleanup_trials: Some(trials.unwrap_or(0)), ..base.clone() };
+            let asked = match columns {
+                Some(c) => ProtectOptions { cleanup_columns: Some(c), ..base.clone() },
+                None => ProtectOptions { cleanup_trials: Some(0), ..base.clone() },
+            };
             let explicit = super::super::protect(&t, &asked).unwrap();
             assert_eq!(default.statuses, explicit.statuses, "seed {seed}: gap {gap}");
             assert_eq!(default.lower_bound, Some(bound), "seed {seed}");
-            cleaned += usize::from(trials.is_some());
-            kept += usize::from(trials.is_none());
+            cleaned += usize::from(columns.is_some());
+            kept += usize::from(columns.is_none());
         }
         assert!(cleaned > 0 && kept > 0, "{cleaned} tables cleaned up, {kept} kept");
         // Asked budgets, the singleton rule's own cleanup and `cleanup = false` decide alone.
@@ -839,6 +861,10 @@ mod tests {
         let all = vec![true; p.n()];
         assert_eq!(
             default_cleanup(&p, &all, &ProtectOptions { cleanup_trials: Some(7), ..base.clone() }, None),
+            (None, None)
+        );
+        assert_eq!(
+            default_cleanup(&p, &all, &ProtectOptions { cleanup_columns: Some(7), ..base.clone() }, None),
             (Some(7), None)
         );
         assert_eq!(
@@ -848,13 +874,43 @@ mod tests {
         assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }, None), (None, None));
         assert_eq!(
             default_cleanup(&p, &all, &base, None).0,
-            Some(250),
+            Some(24_000_000),
             "everything suppressed: far above (600-s limit)"
         );
         // The budget follows the stated limit, not the clock: also with less of it left.
         let longer = ProtectOptions { time_limit_s: 1800.0, ..base.clone() };
-        assert_eq!(default_cleanup(&p, &all, &longer, None).0, Some(750));
-        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5), None).0, Some(750));
+        assert_eq!(default_cleanup(&p, &all, &longer, None).0, Some(72_000_000));
+        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5), None).0, Some(72_000_000));
+    }
+
+    /// The gap cleanup's two budgets ([`default_cleanup`]): with no columns to spend it runs
+    /// exactly its minimum of trials, with columns to spare every candidate — the patterns of
+    /// `cleanup_trials` = that minimum and = every candidate — and on some table the minimum
+    /// drops cells and every candidate drops more.
+    #[test]
+    fn the_gap_cleanup_runs_its_trials_and_then_spends_its_columns() {
+        // 60.0 s of limit: 25 trials at least ([`cleanup_gap_trials`]).
+        let base =
+            ProtectOptions { method: Method::Modular, singleton_rule: false, time_limit_s: 60.0, ..Default::default() };
+        let min = cleanup_gap_trials(base.time_limit_s);
+        assert_eq!(min, 25);
+        let statuses = |o: ProtectOptions, t: &Table| super::super::protect(t, &o).unwrap().statuses;
+        let (mut fewer, mut more) = (0, 0);
+        for (dims, seed) in [
+            (vec![vec![2, 3], vec![3, 2], vec![2]], 10),
+            (vec![vec![2, 3], vec![3, 2], vec![2]], 11),
+            (vec![vec![3, 2], vec![4], vec![2]], 12),
+        ] {
+            let t = synth(dims, 0.8, 4.0, seed);
+            let trials = |n: usize| statuses(ProtectOptions { cleanup_trials: Some(n), ..base.clone() }, &t);
+            let columns = |c: usize| statuses(ProtectOptions { cleanup_columns: Some(c), ..base.clone() }, &t);
+            let (none, all) = (columns(0), columns(usize::MAX));
+            assert_eq!(none, trials(min), "seed {seed}");
+            assert_eq!(all, trials(usize::MAX), "seed {seed}");
+            fewer += usize::from(none != trials(0));
+            more += usize::from(none != all);
+        }
+        assert!(fewer > 0 && more > 0, "the minimum dropped cells on {fewer} tables, every candidate more on {more}");
     }
 
     #[test]

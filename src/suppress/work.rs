@@ -79,6 +79,9 @@ pub(crate) struct Work<'p, 'a> {
     /// on components of every size, so one budget per second of the limit serves small and
     /// large tables alike (default: no limit; the fast method's, [`super::fast`]).
     pub cleanup_effort: u64,
+    /// Drop trials the next [`Self::cleanup`] runs before [`Self::cleanup_columns`] and
+    /// [`Self::cleanup_effort`] may end it (default 0; the hard stop ends it regardless).
+    pub cleanup_min_trials: usize,
     /// Attacker-LP columns a cleanup may solve when the local searches decide its trials
     /// ([`Auditor::keep_held`]; default: no limit; the fast method's, [`super::fast`]). Why
     /// columns there and not [`Self::cleanup_effort`]: those trials solve ball LPs of at most
@@ -210,6 +213,7 @@ impl<'p, 'a> Work<'p, 'a> {
             last_resort_cubes: p.n() > LAST_RESORT_CELLS,
             cleanup_columns: usize::MAX,
             cleanup_effort: u64::MAX,
+            cleanup_min_trials: 0,
             local_trial_columns: usize::MAX,
             local_trials_component: LOCAL_TRIALS_COMPONENT,
             group_trials: 0,
@@ -741,7 +745,8 @@ impl<'p, 'a> Work<'p, 'a> {
             } else {
                 self.cleanup_columns
             };
-            if deadline.reached() || spent.0 >= columns || spent.1 >= self.cleanup_effort {
+            let worked = spent.0 >= columns || spent.1 >= self.cleanup_effort;
+            if deadline.reached() || (worked && *tried >= self.cleanup_min_trials) {
                 break;
             }
             if *tried % 50 == 0 {
