@@ -86,12 +86,12 @@ impl LinearProgram {
 
     /// Whether any variable is integer.
     pub fn is_mip(&self) -> bool {
-        self.columns.iter().any(|c| c.integer)
+        any_integer(&self.columns)
     }
 
     /// Objective value of a given assignment (no solver needed).
     pub fn objective_of(&self, x: &[f64]) -> f64 {
-        self.columns.iter().zip(x).map(|(c, v)| c.cost * v).sum()
+        objective(&self.columns, x)
     }
 
     /// Largest violation of any bound or constraint by `x` (0 when feasible); for tests and
@@ -343,10 +343,20 @@ fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<(highs
     Ok((model, cols))
 }
 
+/// Whether any of `columns` is integer (the program is a MIP).
+fn any_integer(columns: &[Column]) -> bool {
+    columns.iter().any(|c| c.integer)
+}
+
+/// The objective value of assignment `x` to `columns`.
+fn objective(columns: &[Column], x: &[f64]) -> f64 {
+    columns.iter().zip(x).map(|(c, v)| c.cost * v).sum()
+}
+
 /// The solution of `solved`, a model of a program with variables `columns` (their costs give the
 /// objective, their integrality whether it was a MIP).
 fn read(columns: &[Column], solved: &highs::SolvedModel) -> Result<LpSolution, LpError> {
-    let mip = columns.iter().any(|c| c.integer);
+    let mip = any_integer(columns);
     let has_primal = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
     let status = match solved.status() {
         HighsModelStatus::Optimal => LpStatus::Optimal,
@@ -371,7 +381,7 @@ fn read(columns: &[Column], solved: &highs::SolvedModel) -> Result<LpSolution, L
     };
     let sol = solved.get_solution();
     let x = sol.columns().to_vec();
-    let objective = columns.iter().zip(&x).map(|(c, v)| c.cost * v).sum();
+    let objective = objective(columns, &x);
     let (row_duals, column_duals) =
         if mip { (Vec::new(), Vec::new()) } else { (sol.dual_rows().to_vec(), sol.dual_columns().to_vec()) };
     let dual_bound =
