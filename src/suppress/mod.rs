@@ -405,22 +405,32 @@ pub fn protect_with(
     // The figures' problem is built after the table task when the decomposition does not need
     // it: the task builds its own, and both at once cost ~0.4 GB more on a 3.6 M-cell table.
     let before = hitas_first.then(|| Problem::from_table(table, None));
-    let (merged, subtables, subtable_bound) = if let Some(p) = &before {
-        let levels = modular::run_levels(table, p, opts, &deadline, solver).map_err(|e| match e {
+    let (merged, subtables, first_bound) = if let Some(p) = &before {
+        // The lower bound needs no pattern, so it is computed beside the levels: on the core
+        // their last, slowest subtables leave idle, or while executors solve them. On a thread
+        // of its own, not a rayon job: a worker that steals it while waiting inside a level
+        // holds that level up until the bound is done.
+        let (levels, bound) = std::thread::scope(|s| {
+            let bound = s.spawn(|| bound_before_pattern(p));
+            let levels = modular::run_levels(table, p, opts, &deadline, solver);
+            (levels, bound.join().expect("the lower bound's thread panicked"))
+        });
+        let levels = levels.map_err(|e| match e {
             SuppressError::Infeasible { cell, why, .. } => {
                 SuppressError::Infeasible { cell, coord: table.cells()[cell].coord.clone(), why }
             }
             e => e,
         })?;
-        (Some(levels.merged), levels.reports, levels.whole_table_bound)
+        let bound = levels.whole_table_bound.map_or(bound, |b| b.max(bound));
+        (Some(levels.merged), levels.reports, Some(bound))
     } else {
         (None, Vec::new(), None)
     };
     // HiTaS's completion gets a cleanup when the lower bound says its pattern may be far from
-    // the optimum; that bound is also the one reported.
-    let (cleanup_columns, hitas_bound) = match (&before, &merged) {
-        (Some(p), Some(m)) if opts.method == Method::Modular => modular::default_cleanup(p, m, opts, subtable_bound),
-        _ => (None, None),
+    // the optimum; that bound, or a method's own when larger, is the one reported.
+    let cleanup_columns = match (&before, &merged, first_bound) {
+        (Some(p), Some(m), Some(lb)) if opts.method == Method::Modular => modular::default_cleanup(p, m, opts, lb),
+        _ => None,
     };
     let left = deadline.left_s();
     let task = TableTask {
@@ -432,8 +442,10 @@ pub fn protect_with(
     let statuses = out.statuses.pop().expect("run_checked returns one status vector per table");
     let p = before.unwrap_or_else(|| Problem::from_table(table, None));
     let pattern_cost = secondary_cost_of(&p, &statuses);
-    let method_bound = out.lower_bound.into_iter().chain(subtable_bound).reduce(f64::max);
-    let lower_bound = hitas_bound.unwrap_or_else(|| best_bound(&p, method_bound, Some(pattern_cost)));
+    let lower_bound = match first_bound {
+        Some(b) => b.max(out.lower_bound.unwrap_or(0.0)),
+        None => best_bound(&p, out.lower_bound, Some(pattern_cost)),
+    };
     let mut prot = summarise(&p, statuses, opts.method, start, subtables, Some(lower_bound), out.audit);
     prot.worker = out.worker;
     prot.stopped_by_time_limit = out.stopped_by_time_limit || deadline.was_hit();
@@ -476,6 +488,14 @@ pub fn protect_linked_with(
 /// steps; `None`: the dual-ascent bound only).
 pub(crate) fn best_bound(p: &Problem, method_bound: Option<f64>, pattern_cost: Option<f64>) -> f64 {
     bound::secondary_cost_bound(p, pattern_cost).max(method_bound.unwrap_or(0.0))
+}
+
+/// [`best_bound`] before any pattern is known, so that it can run beside the method: the
+/// Lagrangian's steps are sized by the cost of suppressing every free cell instead of a
+/// pattern's (they aim a little above the best value anyway, and the bound stays valid).
+pub(crate) fn bound_before_pattern(p: &Problem) -> f64 {
+    let all: f64 = (0..p.n()).filter(|&i| p.fix[i] != problem::Fix::Published).map(|i| p.cost[i]).sum();
+    bound::secondary_cost_bound(p, Some(all))
 }
 
 /// Final audit from scratch and the figures; `Err` unless clean.

@@ -238,9 +238,10 @@ pub fn cleanup_gap_trials(time_limit_s: f64) -> usize {
 }
 
 /// The cleanup budget (`cleanup_columns`) of the completion of HiTaS's merged pattern `merged`
-/// over `p`, and the lower bound on the secondary cost computed to decide it (`None` when the
-/// options decide alone: a budget asked for, the singleton rule's own cleanup, or none at all).
-/// `subtable_bound`: the subtables' bound on the whole table, if any ([`Levels`]).
+/// over `p`, decided on `lower_bound`, a lower bound on the secondary cost (the caller's:
+/// [`super::bound_before_pattern`] and the subtables' bound on the whole table, [`Levels`]);
+/// the options decide alone when they ask for a budget, the singleton rule's own cleanup, or
+/// none at all.
 ///
 /// The budget: every candidate, until the cleanup has run at least [`cleanup_gap_trials`]
 /// trials *and* spent the singleton rule's attacker-LP columns
@@ -250,20 +251,14 @@ pub fn cleanup_gap_trials(time_limit_s: f64) -> usize {
 /// them give 0.577 %) and c4-hier's after 250 of 6,537 (most refused without an LP; all of them
 /// take ~45 s more and give 4.87 % instead of 4.91 %); the columns alone ended c3-enterprises'
 /// after 126 trials (39.32 % instead of 39.12 %), where the 250 trials spend ~36 M columns.
-pub(crate) fn default_cleanup(
-    p: &Problem,
-    merged: &[bool],
-    opts: &ProtectOptions,
-    subtable_bound: Option<f64>,
-) -> (Option<usize>, Option<f64>) {
+pub(crate) fn default_cleanup(p: &Problem, merged: &[bool], opts: &ProtectOptions, lower_bound: f64) -> Option<usize> {
     if opts.cleanup_trials.is_some() || opts.cleanup_columns.is_some() || opts.singleton_rule || !opts.cleanup {
-        return (opts.cleanup_columns, None);
+        return opts.cleanup_columns;
     }
     let cost = super::secondary_cost_of(p, &super::output_statuses(p, merged));
-    let lb = super::best_bound(p, subtable_bound, Some(cost));
-    let gap = super::relative_gap(cost, lb);
+    let gap = super::relative_gap(cost, lower_bound);
     trace(format_args!("HiTaS's merged pattern: {:.1} % gap to the lower bound", 100.0 * gap));
-    ((gap > CLEANUP_GAP).then_some(exact::completion_cleanup_columns(opts.budget_limit_s())), Some(lb))
+    (gap > CLEANUP_GAP).then_some(exact::completion_cleanup_columns(opts.budget_limit_s()))
 }
 
 /// Sensitive cells plus marginals equal to a sensitive part (or parts equal to a sensitive
@@ -835,8 +830,9 @@ mod tests {
             let p = Problem::from_table(&t, None);
             let levels = run_levels(&t, &p, &base, &Deadline::after(600.0), &InProcess).unwrap();
             let merged = levels.merged;
-            let (columns, bound) = default_cleanup(&p, &merged, &base, levels.whole_table_bound);
-            let bound = bound.expect("decided on a bound");
+            let first = super::super::bound_before_pattern(&p);
+            let bound = levels.whole_table_bound.map_or(first, |b| b.max(first));
+            let columns = default_cleanup(&p, &merged, &base, bound);
             let gap = super::super::relative_gap(
                 super::super::secondary_cost_of(&p, &super::super::output_statuses(&p, &merged)),
                 bound,
@@ -859,28 +855,22 @@ mod tests {
         let t = table();
         let p = Problem::from_table(&t, None);
         let all = vec![true; p.n()];
+        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup_trials: Some(7), ..base.clone() }, 0.0), None);
         assert_eq!(
-            default_cleanup(&p, &all, &ProtectOptions { cleanup_trials: Some(7), ..base.clone() }, None),
-            (None, None)
+            default_cleanup(&p, &all, &ProtectOptions { cleanup_columns: Some(7), ..base.clone() }, 0.0),
+            Some(7)
         );
+        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { singleton_rule: true, ..base.clone() }, 0.0), None);
+        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }, 0.0), None);
         assert_eq!(
-            default_cleanup(&p, &all, &ProtectOptions { cleanup_columns: Some(7), ..base.clone() }, None),
-            (Some(7), None)
-        );
-        assert_eq!(
-            default_cleanup(&p, &all, &ProtectOptions { singleton_rule: true, ..base.clone() }, None),
-            (None, None)
-        );
-        assert_eq!(default_cleanup(&p, &all, &ProtectOptions { cleanup: false, ..base.clone() }, None), (None, None));
-        assert_eq!(
-            default_cleanup(&p, &all, &base, None).0,
+            default_cleanup(&p, &all, &base, 0.0),
             Some(24_000_000),
             "everything suppressed: far above (600-s limit)"
         );
         // The budget follows the stated limit, not the clock: also with less of it left.
         let longer = ProtectOptions { time_limit_s: 1800.0, ..base.clone() };
-        assert_eq!(default_cleanup(&p, &all, &longer, None).0, Some(72_000_000));
-        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5), None).0, Some(72_000_000));
+        assert_eq!(default_cleanup(&p, &all, &longer, 0.0), Some(72_000_000));
+        assert_eq!(default_cleanup(&p, &all, &longer.with_time_left(12.5), 0.0), Some(72_000_000));
     }
 
     /// The gap cleanup's two budgets ([`default_cleanup`]): with no columns to spend it runs
