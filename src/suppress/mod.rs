@@ -408,8 +408,8 @@ pub fn protect_with(
     let (merged, subtables, first_bound) = if let Some(p) = &before {
         // The lower bound needs no pattern, so it is computed beside the levels: on the core
         // their last, slowest subtables leave idle, or while executors solve them. On a thread
-        // of its own, not a rayon job: a worker that steals it while waiting inside a level
-        // holds that level up until the bound is done.
+        // of its own, not a rayon job: with the levels inside a `rayon::join`, EIA's last level
+        // took 1.9 s instead of 1.0 s for the same CPU time (BENCHMARKS.md, "Session 76").
         let (levels, bound) = std::thread::scope(|s| {
             let bound = s.spawn(|| bound_before_pattern(p));
             let levels = modular::run_levels(table, p, opts, &deadline, solver);
