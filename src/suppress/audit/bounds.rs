@@ -491,9 +491,10 @@ impl Auditor<'_, '_> {
         // witnesses on any number of threads).
         let exact = self.exact;
         let checked = self.checked.as_ref();
+        let warm_run = if self.lazy_singles.is_some() { self.lazy_run } else { WARM_RUN };
         let mut runs: Vec<&[(usize, usize, usize)]> = Vec::new();
         for comp in singles.chunk_by(|a, b| a.0 == b.0) {
-            runs.extend(comp.chunks(if cold(&lps[comp[0].0]) { LONG_WARM_RUN } else { WARM_RUN }));
+            runs.extend(comp.chunks(if cold(&lps[comp[0].0]) { LONG_WARM_RUN } else { warm_run }));
         }
         let t1 = std::time::Instant::now();
         // Microseconds of the runs' first LPs (from scratch) and of the rest (hot-started).
@@ -629,7 +630,7 @@ const COLD_ROUNDS_MIN_CELLS: usize = 30_000;
 
 /// Attacker LPs of one component solved in a row from one hot start ([`CompLp::warm`]): the
 /// first from scratch, the others from the previous basis.
-const WARM_RUN: usize = 32;
+pub(super) const WARM_RUN: usize = 32;
 
 /// [`WARM_RUN`] on the components whose batch rounds are solved from scratch
 /// ([`Auditor::cold_rounds`]). Why: there the first LP of a run is most of the run's time. On
