@@ -280,26 +280,185 @@ enum Retry {
 }
 
 fn solve_once(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<LpSolution, LpError> {
-    let (model, _) = build(lp, opts, retry)?;
+    let model = build(lp, opts, retry)?;
     let solved = model.try_solve().map_err(|s| LpError::Solver { what: format!("run: {s:?}") })?;
-    read(&lp.columns, &solved)
+    let out = read(&lp.columns, &solved);
+    give_back(highs::Model::from(solved));
+    out
 }
 
-/// The HiGHS model of `lp` with the options of `opts` and `retry` (one thread), and its columns.
-fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<(highs::Model, Vec<highs::Col>), LpError> {
-    let mip = lp.is_mip();
-    let mut pb = RowProblem::default();
-    let cols: Vec<highs::Col> =
-        lp.columns.iter().map(|c| pb.add_column_with_integrality(c.cost, c.lower..=c.upper, c.integer)).collect();
+thread_local! {
+    /// HiGHS instances this thread is done with ([`give_back`]), for its next models
+    /// ([`instance`]).
+    static SPARE: std::cell::RefCell<Vec<highs::Model>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Instances kept per thread for reuse ([`SPARE`]): a cold solve can run while the thread
+/// holds a hot-started model ([`WarmLp`]).
+const SPARE_INSTANCES: usize = 2;
+
+/// Columns up to which a model's instance is kept for reuse. Why: HiGHS keeps its vectors'
+/// capacity when a new model is passed, so a spare that solved a 10^5-column attacker LP would
+/// hold its memory for the thread's life; creating the instance matters only for small models,
+/// where it is a large part of the solve.
+const SPARE_MAX_COLUMNS: usize = 5_000;
+
+/// A HiGHS instance for a new model: one this thread is done with ([`give_back`]), its options
+/// reset to HiGHS's defaults and its clocks to zero, else a new one; quiet either way. Why:
+/// creating an instance builds HiGHS's ~200 option records (strings), and destroying it frees
+/// them; on CASC EIA (thousands of small master and attacker LPs) the two were ~11 % of the
+/// run's samples. `Highs::passModel` clears the last model and every solver state
+/// (`clearModel`, `clearSolver`), so a reused instance solves as a new one does.
+fn instance() -> Result<highs::Model, LpError> {
+    let err = |what: &str, status: i32| LpError::Solver { what: format!("{what}: status {status}") };
+    let spare = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
+    let mut model = match spare {
+        Some(mut m) => {
+            // SAFETY: `m` owns this live instance, and it is used on this thread only.
+            let status = unsafe { highs_sys::Highs_resetOptions(m.as_mut_ptr()) };
+            if status != highs_sys::STATUS_OK {
+                return Err(err("resetting the options", status));
+            }
+            // HiGHS compares `time_limit` with the time of all the instance's runs (see
+            // `WarmLp::solve`).
+            // SAFETY: as above; the call only resets the instance's timer.
+            let status = unsafe { highs_sys::Highs_zeroAllClocks(m.as_mut_ptr()) };
+            if status != highs_sys::STATUS_OK {
+                return Err(err("zeroing HiGHS's clocks", status));
+            }
+            m
+        }
+        None => RowProblem::default()
+            .try_optimise(Sense::Minimise)
+            .map_err(|s| LpError::Solver { what: format!("creating a HiGHS instance: {s:?}") })?,
+    };
+    for name in ["output_flag", "log_to_console"] {
+        model.try_set_option(name, false).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })?;
+    }
+    Ok(model)
+}
+
+/// Keeps `model`'s instance for this thread's next model ([`instance`]) while fewer than
+/// [`SPARE_INSTANCES`] are kept and its model was small ([`SPARE_MAX_COLUMNS`]); else it is
+/// destroyed.
+fn give_back(model: highs::Model) {
+    if model.num_cols() > SPARE_MAX_COLUMNS {
+        return;
+    }
+    let _ = SPARE.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_INSTANCES {
+            s.push(model);
+        }
+    });
+}
+
+/// Passes `lp` to `model`'s instance, replacing its model: the arrays the `highs` crate passes
+/// for a `RowProblem` (columns in order, each column's entries in row order), minimised, then
+/// the direction set, as `RowProblem::try_optimise` does.
+fn pass(model: &mut highs::Model, lp: &LinearProgram) -> Result<(), LpError> {
+    let n = lp.columns.len();
+    let too_large = || LpError::Solver { what: format!("passing the model: {n} columns are too many for HiGHS") };
+    let int = |v: usize| highs_sys::HighsInt::try_from(v).map_err(|_| too_large());
+    let mut start = vec![0usize; n + 1];
     for r in &lp.rows {
-        pb.add_row(r.lower..=r.upper, r.coefs.iter().map(|&(j, a)| (cols[j], a)));
+        for &(j, _) in &r.coefs {
+            if j >= n {
+                return Err(LpError::Solver { what: format!("passing the model: a row uses column {j} of {n}") });
+            }
+            start[j + 1] += 1;
+        }
+    }
+    for j in 0..n {
+        start[j + 1] += start[j];
+    }
+    let nnz = start[n];
+    let mut next = start.clone();
+    let (mut index, mut value) = (vec![0 as highs_sys::HighsInt; nnz], vec![0.0; nnz]);
+    for (i, r) in lp.rows.iter().enumerate() {
+        let i = int(i)?;
+        for &(j, a) in &r.coefs {
+            (index[next[j]], value[next[j]]) = (i, a);
+            next[j] += 1;
+        }
+    }
+    let start: Vec<highs_sys::HighsInt> = start.into_iter().map(int).collect::<Result<_, _>>()?;
+    let cost: Vec<f64> = lp.columns.iter().map(|c| c.cost).collect();
+    let lower: Vec<f64> = lp.columns.iter().map(|c| c.lower).collect();
+    let upper: Vec<f64> = lp.columns.iter().map(|c| c.upper).collect();
+    let row_lower: Vec<f64> = lp.rows.iter().map(|r| r.lower).collect();
+    let row_upper: Vec<f64> = lp.rows.iter().map(|r| r.upper).collect();
+    let (n, m, nnz) = (int(n)?, int(lp.rows.len())?, int(nnz)?);
+    let (fmt, min) = (highs_sys::MATRIX_FORMAT_COLUMN_WISE, highs_sys::OBJECTIVE_SENSE_MINIMIZE);
+    let ptr = model.as_mut_ptr();
+    // SAFETY: `ptr` is the live instance `model` owns, used on this thread only; every array
+    // has the length HiGHS reads (`n` columns, `m` rows, `nnz` entries, `n + 1` starts).
+    let status = unsafe {
+        if lp.is_mip() {
+            let integrality: Vec<highs_sys::HighsInt> = lp
+                .columns
+                .iter()
+                .map(|c| if c.integer { highs_sys::VAR_TYPE_INTEGER } else { highs_sys::VAR_TYPE_CONTINUOUS })
+                .collect();
+            highs_sys::Highs_passMip(
+                ptr,
+                n,
+                m,
+                nnz,
+                fmt,
+                min,
+                0.0,
+                cost.as_ptr(),
+                lower.as_ptr(),
+                upper.as_ptr(),
+                row_lower.as_ptr(),
+                row_upper.as_ptr(),
+                start.as_ptr(),
+                index.as_ptr(),
+                value.as_ptr(),
+                integrality.as_ptr(),
+            )
+        } else {
+            highs_sys::Highs_passLp(
+                ptr,
+                n,
+                m,
+                nnz,
+                fmt,
+                min,
+                0.0,
+                cost.as_ptr(),
+                lower.as_ptr(),
+                upper.as_ptr(),
+                row_lower.as_ptr(),
+                row_upper.as_ptr(),
+                start.as_ptr(),
+                index.as_ptr(),
+                value.as_ptr(),
+            )
+        }
+    };
+    // A warning (e.g. a tiny coefficient) is accepted, as the `highs` crate does.
+    if status != highs_sys::STATUS_OK && status != highs_sys::STATUS_WARNING {
+        return Err(LpError::Solver { what: format!("building the model: status {status}") });
     }
     let sense = match lp.direction {
-        Direction::Minimise => Sense::Minimise,
-        Direction::Maximise => Sense::Maximise,
+        Direction::Minimise => highs_sys::OBJECTIVE_SENSE_MINIMIZE,
+        Direction::Maximise => highs_sys::OBJECTIVE_SENSE_MAXIMIZE,
     };
-    let mut model =
-        pb.try_optimise(sense).map_err(|s| LpError::Solver { what: format!("building the model: {s:?}") })?;
+    // SAFETY: as above.
+    let status = unsafe { highs_sys::Highs_changeObjectiveSense(ptr, sense) };
+    if status != highs_sys::STATUS_OK {
+        return Err(LpError::Solver { what: format!("setting the direction: status {status}") });
+    }
+    Ok(())
+}
+
+/// The HiGHS model of `lp` with the options of `opts` and `retry` (one thread).
+fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<highs::Model, LpError> {
+    let mip = lp.is_mip();
+    let mut model = instance()?;
+    pass(&mut model, lp)?;
     model.set_threads(NonZeroU32::new(1).expect("1 is nonzero"));
     let set = |m: &mut highs::Model, name: &str, v: f64| {
         m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
@@ -347,7 +506,7 @@ fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<(highs
         Retry::InteriorPoint if !mip => set_str(&mut model, "solver", "ipm")?,
         Retry::InteriorPoint => set_str(&mut model, "presolve", "off")?,
     }
-    Ok((model, cols))
+    Ok(model)
 }
 
 /// Whether any of `columns` is integer (the program is a MIP).
@@ -426,7 +585,6 @@ pub struct WarmLp {
 /// other values than the base program's (`column → (cost, lower, upper)`).
 struct Hot {
     model: highs::Model,
-    cols: Vec<highs::Col>,
     moved: std::collections::BTreeMap<usize, (f64, f64, f64)>,
 }
 
@@ -477,11 +635,10 @@ impl WarmLp {
             // 93 k-cell component (HiTaS's merge of a 5-dimensional census table) it ran over
             // 16 minutes where the dual took 13.9 s.
             None => {
-                let (model, cols) = build(&self.lp, &SolveOptions::default(), Retry::Default)?;
-                Hot { model, cols, moved: Default::default() }
+                let model = build(&self.lp, &SolveOptions::default(), Retry::Default)?;
+                Hot { model, moved: Default::default() }
             }
         };
-        // The panicking setters fail only on a column index out of range, checked above.
         let base = |j: usize| {
             let c = &self.lp.columns[j];
             (c.cost, c.lower, c.upper)
@@ -490,11 +647,18 @@ impl WarmLp {
         for j in columns {
             let now = hot.moved.get(&j).copied().unwrap_or_else(|| base(j));
             let to = want.get(&j).copied().unwrap_or_else(|| base(j));
-            if now.0 != to.0 {
-                hot.model.change_column_cost(hot.cols[j], to.0);
+            // Columns were checked against the program's above.
+            let col = highs_sys::HighsInt::try_from(j).expect("a column HiGHS holds");
+            let ptr = hot.model.as_mut_ptr();
+            // SAFETY: `ptr` is the live instance `hot.model` owns, used on this thread only.
+            if now.0 != to.0 && unsafe { highs_sys::Highs_changeColCost(ptr, col, to.0) } != highs_sys::STATUS_OK {
+                return Err(LpError::Solver { what: format!("changing the cost of column {j}") });
             }
-            if (now.1, now.2) != (to.1, to.2) {
-                hot.model.change_column_bounds(hot.cols[j], to.1..=to.2);
+            // SAFETY: as above.
+            if (now.1, now.2) != (to.1, to.2)
+                && unsafe { highs_sys::Highs_changeColBounds(ptr, col, to.1, to.2) } != highs_sys::STATUS_OK
+            {
+                return Err(LpError::Solver { what: format!("changing the bounds of column {j}") });
             }
         }
         hot.moved = want.into_iter().filter(|&(j, v)| v != base(j)).collect();
@@ -514,7 +678,7 @@ impl WarmLp {
                 return Err(LpError::Solver { what: format!("zeroing HiGHS's clocks: status {status}") });
             }
         }
-        let Hot { model, cols, moved } = hot;
+        let Hot { model, moved } = hot;
         let out = match model.try_solve() {
             Ok(solved) => {
                 let out = read(&changed, &solved);
@@ -530,7 +694,9 @@ impl WarmLp {
                     model
                         .try_set_option("simplex_strategy", 4)
                         .map_err(|e| LpError::Solver { what: format!("setting simplex_strategy: {e:?}") })?;
-                    self.model = Some(Hot { model, cols, moved });
+                    self.model = Some(Hot { model, moved });
+                } else {
+                    give_back(highs::Model::from(solved));
                 }
                 out
             }
@@ -545,6 +711,15 @@ impl WarmLp {
                     LinearProgram { direction: self.lp.direction, columns: changed, rows: self.lp.rows.clone() };
                 solve_until(&changed, self.stop)
             }
+        }
+    }
+}
+
+impl Drop for WarmLp {
+    /// The hot model's instance goes to this thread's next model ([`give_back`]).
+    fn drop(&mut self) {
+        if let Some(hot) = self.model.take() {
+            give_back(hot.model);
         }
     }
 }
@@ -757,6 +932,82 @@ mod tests {
     }
 
     /// HiGHS instances on many threads at once, all with `threads = 1` (the safe configuration).
+    /// A reused HiGHS instance ([`instance`]) solves as a new one: the same programs — LPs of
+    /// both directions, a MIP from a start under a node budget, an infeasible LP, a warm
+    /// sequence — give bit for bit the same answers solved one after the other on one thread
+    /// (each instance reused, options set for the last model reset) as each on a thread of its
+    /// own (a new instance each).
+    #[test]
+    fn a_reused_instance_solves_as_a_new_one() {
+        let chain = |n: usize, dir: Direction, integer: bool| {
+            let mut lp = LinearProgram::new(dir);
+            let xs: Vec<usize> = (0..n)
+                .map(|j| {
+                    let c = 1.0 + (j % 3) as f64 * 0.7;
+                    if integer {
+                        lp.add_integer_column(c, 0.0, 10.0)
+                    } else {
+                        lp.add_column(c, 0.0, 10.0)
+                    }
+                })
+                .collect();
+            for j in 0..n - 1 {
+                lp.add_row(1.5, 12.5, vec![(xs[j], 1.0), (xs[j + 1], 1.0 + (j % 2) as f64)]);
+            }
+            lp
+        };
+        let mip = chain(30, Direction::Minimise, true);
+        let start = Some(vec![10.0; 30]);
+        let mut infeasible = LinearProgram::new(Direction::Minimise);
+        let x = infeasible.add_column(1.0, 0.0, 1.0);
+        infeasible.add_row(2.0, f64::INFINITY, vec![(x, 1.0)]);
+        let programs: Vec<(LinearProgram, SolveOptions)> = vec![
+            (
+                mip.clone(),
+                SolveOptions { mip_max_nodes: Some(1), start, pseudocost_branching: true, ..Default::default() },
+            ),
+            (chain(40, Direction::Maximise, false), SolveOptions::default()),
+            (infeasible, SolveOptions::default()),
+            (mip, SolveOptions { time_limit_s: Some(60.0), ..Default::default() }),
+            (chain(600, Direction::Minimise, false), SolveOptions::default()),
+            (chain(25, Direction::Minimise, false), SolveOptions::default()),
+        ];
+        let answer = |r: Result<LpSolution, LpError>| match r {
+            Ok(s) => Ok((s.status, s.objective.to_bits(), s.columns.iter().map(|v| v.to_bits()).collect::<Vec<_>>())),
+            Err(e) => Err(e.to_string()),
+        };
+        let warm = |lp: &LinearProgram| {
+            if lp.is_mip() {
+                return Vec::new(); // LPs only
+            }
+            let mut w = WarmLp::new(lp.clone());
+            (0..4).map(|t| answer(w.solve(&[(t, -1.0, 0.0, 8.0)]))).collect::<Vec<_>>()
+        };
+        let fresh: Vec<_> = programs
+            .iter()
+            .map(|(lp, o)| std::thread::scope(|s| s.spawn(|| (answer(solve(lp, o)), warm(lp))).join().unwrap()))
+            .collect();
+        let reused: Vec<_> = std::thread::scope(|s| {
+            s.spawn(|| {
+                let once: Vec<_> = programs.iter().map(|(lp, o)| (answer(solve(lp, o)), warm(lp))).collect();
+                // The second time round every instance is a spare.
+                assert!(SPARE.with(|s| !s.borrow().is_empty()));
+                programs
+                    .iter()
+                    .zip(once)
+                    .map(|((lp, o), a)| {
+                        assert_eq!((answer(solve(lp, o)), warm(lp)), a);
+                        a
+                    })
+                    .collect()
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(fresh[2].0.is_err());
+        assert_eq!(fresh, reused);
+    }
+
     #[test]
     fn stress_parallel_instances() {
         use rayon::prelude::*;
