@@ -7,7 +7,11 @@
 //! * every instance runs with `threads = 1` — HiGHS is not safe with several instances on
 //!   different threads unless they all use the same `threads` option; callers parallelise across
 //!   models with rayon instead;
-//! * only `try_` entry points are used, so a malformed model is an [`LpError`], never a panic;
+//! * only `try_` entry points are used, so a malformed model is an [`LpError`], never a panic
+//!   (the raw HiGHS calls for what the `highs` crate lacks check every status);
+//! * a thread reuses the instances it is done with (`instance`): options reset to HiGHS's
+//!   defaults, clocks zeroed and the model replaced before each use, so a reused instance
+//!   answers as a new one;
 //! * every model status is sorted in one `match`: infeasible / unbounded are errors, a reached
 //!   time limit is a [`LpStatus`], not an error.
 
