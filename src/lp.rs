@@ -395,52 +395,35 @@ fn pass(model: &mut highs::Model, lp: &LinearProgram) -> Result<(), LpError> {
     let (n, m, nnz) = (int(n)?, int(lp.rows.len())?, int(nnz)?);
     let (fmt, min) = (highs_sys::MATRIX_FORMAT_COLUMN_WISE, highs_sys::OBJECTIVE_SENSE_MINIMIZE);
     let ptr = model.as_mut_ptr();
+    // A MIP's column types; null for an LP (`Highs_passLp` is `Highs_passMip` without them).
+    let integrality: Option<Vec<highs_sys::HighsInt>> = lp.is_mip().then(|| {
+        lp.columns
+            .iter()
+            .map(|c| if c.integer { highs_sys::VAR_TYPE_INTEGER } else { highs_sys::VAR_TYPE_CONTINUOUS })
+            .collect()
+    });
+    let types = integrality.as_ref().map_or(std::ptr::null(), |v| v.as_ptr());
     // SAFETY: `ptr` is the live instance `model` owns, used on this thread only; every array
     // has the length HiGHS reads (`n` columns, `m` rows, `nnz` entries, `n + 1` starts).
     let status = unsafe {
-        if lp.is_mip() {
-            let integrality: Vec<highs_sys::HighsInt> = lp
-                .columns
-                .iter()
-                .map(|c| if c.integer { highs_sys::VAR_TYPE_INTEGER } else { highs_sys::VAR_TYPE_CONTINUOUS })
-                .collect();
-            highs_sys::Highs_passMip(
-                ptr,
-                n,
-                m,
-                nnz,
-                fmt,
-                min,
-                0.0,
-                cost.as_ptr(),
-                lower.as_ptr(),
-                upper.as_ptr(),
-                row_lower.as_ptr(),
-                row_upper.as_ptr(),
-                start.as_ptr(),
-                index.as_ptr(),
-                value.as_ptr(),
-                integrality.as_ptr(),
-            )
-        } else {
-            highs_sys::Highs_passLp(
-                ptr,
-                n,
-                m,
-                nnz,
-                fmt,
-                min,
-                0.0,
-                cost.as_ptr(),
-                lower.as_ptr(),
-                upper.as_ptr(),
-                row_lower.as_ptr(),
-                row_upper.as_ptr(),
-                start.as_ptr(),
-                index.as_ptr(),
-                value.as_ptr(),
-            )
-        }
+        highs_sys::Highs_passMip(
+            ptr,
+            n,
+            m,
+            nnz,
+            fmt,
+            min,
+            0.0,
+            cost.as_ptr(),
+            lower.as_ptr(),
+            upper.as_ptr(),
+            row_lower.as_ptr(),
+            row_upper.as_ptr(),
+            start.as_ptr(),
+            index.as_ptr(),
+            value.as_ptr(),
+            types,
+        )
     };
     // A warning (e.g. a tiny coefficient) is accepted, as the `highs` crate does.
     if status != highs_sys::STATUS_OK && status != highs_sys::STATUS_WARNING {
