@@ -324,7 +324,8 @@ pub(crate) fn complete_merged<'p, 'a>(
     Ok(w)
 }
 
-/// Which bounds [`repaired`]'s audits defer, and what they may spend before they do.
+/// How [`repaired`]'s audits of a merge run: which bounds they defer, what they may spend
+/// before they do, and how long their lazy checks' hot-started runs are.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deferral {
     /// Suppressed components of at least this many cells leave the bounds their batch rounds do
