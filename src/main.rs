@@ -14,7 +14,7 @@ use sdcflow::progress::Verbosity;
 /// HiGHS's C++ alike. Why: the suppression solves thousands of small LPs and MIPs, and HiGHS
 /// allocates and frees its work vectors in each; on CASC EIA `malloc` and `free`, nearly all
 /// under `operator new`, took ~8 % of the samples. Measured (release builds, 2 cores, the same
-/// output files): CPU time EIA 1.97 → 1.84 s, Adult 3.32 → 3.14 s; the 3.6 M-cell c5-geo3
+/// output files): CPU time EIA 1.97 → 1.84 s, Adult 3.34 → 3.14 s; the 3.6 M-cell c5-geo3
 /// peaks at 6.4 GiB instead of 7.5 (mimalloc returns free pages by itself, where glibc kept
 /// them until `malloc_trim`). BENCHMARKS.md, "Session 78".
 #[global_allocator]
