@@ -8,7 +8,8 @@
 //!   different threads unless they all use the same `threads` option; callers parallelise across
 //!   models with rayon instead;
 //! * only `try_` entry points are used, so a malformed model is an [`LpError`], never a panic
-//!   (the raw HiGHS calls for what the `highs` crate lacks check every status);
+//!   (the raw HiGHS calls for what the `highs` crate lacks check every status, but for
+//!   `Highs_setBasis` of a [`WarmLp`]'s start: a refused start leaves a solve from scratch);
 //! * a thread reuses the instances it is done with (`instance`): options reset to HiGHS's
 //!   defaults, clocks zeroed and the model replaced before each use, so a reused instance
 //!   answers as a new one;
@@ -272,7 +273,7 @@ fn until(r: Result<LpSolution, LpError>) -> Result<LpSolution, LpError> {
 /// 1,000 columns those levels took 26 s, but a flat 2,389-cell person table 15 s instead of
 /// 9 s; and on large LPs presolve pays (the 11 k-cell table's cleanup, component LPs of ~9,000
 /// columns: 50 trials in 281 s without it, 109 s with it). BENCHMARKS.md "Session 41".
-const PRESOLVE_MIN_COLUMNS: usize = 500;
+pub(crate) const PRESOLVE_MIN_COLUMNS: usize = 500;
 
 /// How [`solve`] retries a model HiGHS could not decide.
 #[derive(Debug, Clone, Copy)]
@@ -566,6 +567,15 @@ pub struct WarmLp {
     lp: LinearProgram,
     model: Option<Hot>,
     stop: Option<Instant>,
+    /// The basis the first solve starts from instead of from scratch ([`Self::starting_from`]).
+    start: Option<Basis>,
+}
+
+/// A simplex basis of a program: HiGHS's status of each column and each row.
+#[derive(Debug, Clone)]
+pub struct Basis {
+    columns: Vec<highs_sys::HighsInt>,
+    rows: Vec<highs_sys::HighsInt>,
 }
 
 /// A HiGHS model after an optimal solve, and the columns whose cost or bounds it holds at
@@ -578,7 +588,25 @@ struct Hot {
 impl WarmLp {
     /// A warm solver of `lp` (its costs and bounds are the base the changes apply to).
     pub fn new(lp: LinearProgram) -> Self {
-        Self { lp, model: None, stop: None }
+        Self { lp, model: None, stop: None, start: None }
+    }
+
+    /// The first solve starts from `basis` (of a program with the same columns and rows, e.g.
+    /// [`Self::basis`] of another solver of the same program), not from scratch: no presolve,
+    /// HiGHS's simplex from that basis. A basis of other dimensions is ignored.
+    pub fn starting_from(mut self, basis: Option<Basis>) -> Self {
+        self.start = basis.filter(|b| b.columns.len() == self.lp.columns.len() && b.rows.len() == self.lp.rows.len());
+        self
+    }
+
+    /// The basis of the last solve, if it ended optimal.
+    pub fn basis(&self) -> Option<Basis> {
+        let hot = self.model.as_ref()?;
+        let mut b = Basis { columns: vec![0; self.lp.columns.len()], rows: vec![0; self.lp.rows.len()] };
+        // SAFETY: the instance is live and holds this program, so the arrays have its lengths.
+        let status =
+            unsafe { highs_sys::Highs_getBasis(hot.model.as_ptr(), b.columns.as_mut_ptr(), b.rows.as_mut_ptr()) };
+        (status == highs_sys::STATUS_OK).then_some(b)
     }
 
     /// Every solve must end by `stop` (see [`solve_until`]); past it a solve is
@@ -664,6 +692,11 @@ impl WarmLp {
             if status != highs_sys::STATUS_OK {
                 return Err(LpError::Solver { what: format!("zeroing HiGHS's clocks: status {status}") });
             }
+        }
+        if let Some(b) = self.start.take() {
+            // SAFETY: the live instance of this thread; the arrays have the program's lengths
+            // (`starting_from`). A basis HiGHS refuses leaves the solve as it was, from scratch.
+            let _ = unsafe { highs_sys::Highs_setBasis(hot.model.as_mut_ptr(), b.columns.as_ptr(), b.rows.as_ptr()) };
         }
         let Hot { model, moved } = hot;
         let out = match model.try_solve() {
@@ -849,6 +882,52 @@ mod tests {
         }
         let base = warm.solve(&[]).unwrap();
         assert!(base.objective.abs() < 1e-9 && lp.max_violation(&base.columns) < 1e-7);
+    }
+
+    /// A warm solver started from another's basis ([`WarmLp::starting_from`]) begins where that
+    /// one ended (no simplex iteration for the same program) and solves every later program
+    /// exactly; a basis of other dimensions is ignored.
+    #[test]
+    fn a_run_started_from_another_runs_basis_solves_exactly() {
+        // An attacker-like LP: max over a chain x_j − x_{j+1} − x_{j+2} = 0, x_j ∈ [−l_j, u_j].
+        let n = 14;
+        let mut lp = LinearProgram::new(Direction::Maximise);
+        let xs: Vec<usize> = (0..n).map(|j| lp.add_column(0.0, -1.0 - (j % 4) as f64, 2.0 + (j % 3) as f64)).collect();
+        for j in 0..n - 2 {
+            lp.add_row(0.0, 0.0, vec![(xs[j], 1.0), (xs[j + 1], -1.0), (xs[j + 2], -1.0)]);
+        }
+        // A batch: several targets in the objective, capped.
+        let batch: Vec<(usize, f64, f64, f64)> =
+            (0..n).step_by(3).map(|t| (t, 1.0, lp.columns[t].lower, 1.5)).collect();
+        let mut first = WarmLp::new(lp.clone());
+        let a = first.solve(&batch).unwrap();
+        let basis = first.basis().expect("an optimal solve has a basis");
+        let mut same = WarmLp::new(lp.clone()).starting_from(Some(basis.clone()));
+        let b = same.solve(&batch).unwrap();
+        assert_eq!(b.iterations, 0, "started at the optimum it was given");
+        assert!((a.objective - b.objective).abs() < 1e-9);
+        let mut other = LinearProgram::new(Direction::Maximise);
+        other.add_column(1.0, 0.0, 1.0);
+        for start in [Some(basis), first_basis_of(&other)] {
+            let mut w = WarmLp::new(lp.clone()).starting_from(start);
+            for t in 0..n {
+                let dir = if t % 2 == 0 { 1.0 } else { -1.0 };
+                let changes = [(t, dir, lp.columns[t].lower, lp.columns[t].upper)];
+                let mut cold = lp.clone();
+                cold.columns[t].cost = dir;
+                let c = solve(&cold, &SolveOptions::default()).unwrap();
+                let h = w.solve(&changes).unwrap();
+                assert!((c.objective - h.objective).abs() < 1e-7, "{t}: {} vs {}", c.objective, h.objective);
+                assert!(cold.max_violation(&h.columns) < 1e-7);
+            }
+        }
+    }
+
+    /// The basis of `lp`'s first optimal warm solve.
+    fn first_basis_of(lp: &LinearProgram) -> Option<Basis> {
+        let mut w = WarmLp::new(lp.clone());
+        w.solve(&[]).unwrap();
+        w.basis()
     }
 
     /// A warm solver that applies only what changed between solves still solves each program

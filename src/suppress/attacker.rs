@@ -126,6 +126,16 @@ pub(crate) enum Solves {
     Warm(lp::WarmLp, f64),
 }
 
+impl Solves {
+    /// The basis of the last solve, when warm and optimal (scaling keeps bases).
+    pub fn basis(&self) -> Option<lp::Basis> {
+        match self {
+            Solves::Cold => None,
+            Solves::Warm(w, _) => w.basis(),
+        }
+    }
+}
+
 /// Outcome of one attacker LP for a target and direction.
 #[derive(Debug, Clone)]
 pub(crate) struct Attack {
@@ -192,8 +202,13 @@ impl CompLp {
 
     /// A warm solver for a sequence of this LP's attacker problems ([`Solves::Warm`]).
     pub fn warm(&self) -> Solves {
+        self.warm_from(None)
+    }
+
+    /// [`Self::warm`] whose first solve starts from `basis` (of this LP, [`Solves::basis`]).
+    pub fn warm_from(&self, basis: Option<lp::Basis>) -> Solves {
         let scale = scale_of(&self.lp);
-        Solves::Warm(lp::WarmLp::new(scaled(&self.lp, scale)).with_stop(self.stop), scale)
+        Solves::Warm(lp::WarmLp::new(scaled(&self.lp, scale)).with_stop(self.stop).starting_from(basis), scale)
     }
 
     /// Solves the LP with the objective `Σ dir·z_t` and caps `dir·z_t ≤ cap` of `targets`, and

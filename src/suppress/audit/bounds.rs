@@ -403,11 +403,12 @@ impl Auditor<'_, '_> {
             let mut outs = outs.into_iter();
             (0..lps.len())
                 .map(|_| {
-                    let (mut a, b) =
+                    let (mut a, mut b) =
                         (outs.next().expect("two runs per component"), outs.next().expect("two runs per component"));
                     a.witnesses.extend(b.witnesses);
                     a.left.extend(b.left);
                     a.lps += b.lps;
+                    a.bases[1] = b.bases[1].take();
                     a
                 })
                 .collect()
@@ -436,7 +437,9 @@ impl Auditor<'_, '_> {
                 todo.len()
             ));
         }
-        for (ci, out) in batch.into_iter().enumerate() {
+        let mut bases = Vec::with_capacity(batch.len());
+        for (ci, mut out) in batch.into_iter().enumerate() {
+            bases.push(std::mem::take(&mut out.bases));
             self.solved(out.lps, out.lps * lps[ci].cells.len());
             for shared in out.witnesses {
                 self.record_shared(shared);
@@ -457,7 +460,7 @@ impl Auditor<'_, '_> {
             None => vec![&singles[..]],
         };
         for chunk in chunks {
-            if self.solve_singles(&lps, sup, chunk)? {
+            if self.solve_singles(&lps, &bases, sup, chunk)? {
                 break;
             }
         }
@@ -470,6 +473,7 @@ impl Auditor<'_, '_> {
     fn solve_singles(
         &mut self,
         lps: &[CompLp],
+        bases: &[[Option<crate::lp::Basis>; 2]],
         sup: &[bool],
         singles: &[(usize, usize, usize)],
     ) -> Result<bool, SuppressError> {
@@ -491,7 +495,8 @@ impl Auditor<'_, '_> {
         // witnesses on any number of threads).
         let exact = self.exact;
         let checked = self.checked.as_ref();
-        let warm_run = if self.lazy_singles.is_some() { self.lazy_run } else { WARM_RUN };
+        let lazy = self.lazy_singles.is_some();
+        let warm_run = if lazy { self.lazy_run } else { WARM_RUN };
         let mut runs: Vec<&[(usize, usize, usize)]> = Vec::new();
         for comp in singles.chunk_by(|a, b| a.0 == b.0) {
             runs.extend(comp.chunks(if cold(&lps[comp[0].0]) { LONG_WARM_RUN } else { warm_run }));
@@ -502,7 +507,21 @@ impl Auditor<'_, '_> {
         let res: Vec<Vec<_>> = runs
             .par_iter()
             .map(|run| {
-                let mut how = lps[run[0].0].warm();
+                // In a lazy check, a run over a component of more than
+                // `lp::PRESOLVE_MIN_COLUMNS` columns starts from the batch rounds' last basis in
+                // its first target's direction: from scratch its first LP would run HiGHS's
+                // presolve, ~40 % of the samples of Adult's merge repair (a ~1,600-column
+                // component, new runs for each round and drop trial). Smaller components are
+                // solved from scratch without presolve, as before; so are the other checks'
+                // runs, since the cleanup of c3-enterprises (~9,000-column components) got
+                // slower and other patterns from such starts. Measured in BENCHMARKS.md,
+                // "Session 78". The batch rounds are fixed runs: the same start on any number
+                // of threads.
+                let (ci, _, d) = run[0];
+                let start = (lazy && lps[ci].cells.len() > crate::lp::PRESOLVE_MIN_COLUMNS)
+                    .then(|| bases.get(ci).and_then(|b| b[d].clone()))
+                    .flatten();
+                let mut how = lps[ci].warm_from(start);
                 run.iter()
                     .enumerate()
                     .map(|(i, &(ci, k, d))| {
@@ -599,6 +618,8 @@ struct BatchOut {
     witnesses: Vec<SharedWitness>,
     left: Vec<(usize, usize)>,
     lps: usize,
+    /// The last basis of each direction's rounds ([`Auditor::solve_singles`]).
+    bases: [Option<crate::lp::Basis>; 2],
 }
 
 /// Batch LPs per (component, direction) while each certifies a target (each maximises the
@@ -670,7 +691,7 @@ fn run_batches(
     (max_lps, min_targets): (Option<usize>, usize),
     cold: bool,
 ) -> Result<BatchOut, SuppressError> {
-    let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
+    let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0, bases: [None, None] };
     for g in groups {
         // Each round from scratch or from the last round's basis (`cold`: `Auditor::cold_rounds`). One
         // hot start per direction: every target's cap moves when the direction changes, so the
@@ -678,6 +699,9 @@ fn run_batches(
         let mut how = if cold { Solves::Cold } else { lp.warm() };
         let limits = RoundLimits { min_targets, max_lps, checked };
         let left = batch_rounds(p, lp, &mut how, g.clone(), limits, &mut out)?;
+        if let Some(&(_, d)) = g.first() {
+            out.bases[d] = how.basis();
+        }
         out.left.extend(left);
     }
     Ok(out)
@@ -876,7 +900,7 @@ fn run_small_batches(
     max_lps: usize,
     until: std::time::Instant,
 ) -> Result<(BatchOut, bool), SuppressError> {
-    let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0 };
+    let mut out = BatchOut { witnesses: Vec::new(), left: Vec::new(), lps: 0, bases: [None, None] };
     let mut how = lp.warm();
     let mut chunks = targets.chunks(SMALL_BATCH);
     let mut stopped = false;

@@ -590,6 +590,44 @@ mod tests {
         assert!(stopped_early >= 4, "{stopped_early} of 8 lazy checks stopped early");
     }
 
+    /// A lazy check over a component of more than `lp::PRESOLVE_MIN_COLUMNS` cells, whose runs
+    /// of single LPs start from the batch rounds' basis (`bounds`), finds shortfalls the full
+    /// check finds too, and the same ones with the same cuts on one thread and on two.
+    #[test]
+    fn a_lazy_check_on_a_large_component_is_exact_on_any_thread_count() {
+        use crate::suppress::problem::Problem;
+        // 24 × 24 interior cells, every cell suppressed: one component of 625 cells.
+        let n = 24;
+        let vals: Vec<Vec<f64>> =
+            (0..n).map(|r| (0..n).map(|c| 1.0 + ((r * 31 + c * 17) % 50) as f64).collect()).collect();
+        let mut t = grid(&vals, None);
+        // Every 7th interior cell primary: half of them with a lower protection level above
+        // the cell's value (no pattern protects it), half with one any attacker meets.
+        for r in 1..=n {
+            for c in 1..=n {
+                if (r * n + c) % 7 == 0 {
+                    let v = vals[r - 1][c - 1];
+                    primary(&mut t, &[r as u32, c as u32], if (r + c) % 2 == 0 { 0.2 * v } else { 3.0 * v });
+                }
+            }
+        }
+        let p = Problem::from_table(&t, None);
+        let sup = vec![true; p.n()];
+        let mut full = Auditor::new(&p, sup.clone());
+        let all: std::collections::BTreeSet<usize> = full.check().unwrap().iter().map(|f| f.sens).collect();
+        assert!(full.largest_component() > crate::lp::PRESOLVE_MIN_COLUMNS);
+        let lazy = |threads: usize| {
+            rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
+                let mut a = Auditor::new(&p, sup.clone());
+                (a.lazy_singles, a.lazy_run) = (Some(8), 4);
+                let fails = a.check().unwrap();
+                assert!(!fails.is_empty() && fails.iter().all(|f| all.contains(&f.sens)), "{threads} threads");
+                format!("{fails:?}")
+            })
+        };
+        assert_eq!(lazy(1), lazy(2));
+    }
+
     /// 2x2 interior a=10 (primary), b=5, c=2, d=20, all four suppressed. By hand: the attacker
     /// moves a by +δ, b −δ, c −δ, d +δ with all cells ≥ 0, so δ ∈ [−min(a, d), min(b, c)] =
     /// [−10, 2]: a ∈ [0, 12].
