@@ -997,7 +997,6 @@ mod tests {
         }
     }
 
-    /// HiGHS instances on many threads at once, all with `threads = 1` (the safe configuration).
     /// A reused HiGHS instance ([`instance`]) solves as a new one: the same programs — LPs of
     /// both directions, a MIP from a start under a node budget, an infeasible LP, a warm
     /// sequence — give bit for bit the same answers solved one after the other on one thread
@@ -1074,6 +1073,7 @@ mod tests {
         assert_eq!(fresh, reused);
     }
 
+    /// HiGHS instances on many threads at once, all with `threads = 1` (the safe configuration).
     #[test]
     fn stress_parallel_instances() {
         use rayon::prelude::*;

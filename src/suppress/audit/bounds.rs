@@ -403,12 +403,13 @@ impl Auditor<'_, '_> {
             let mut outs = outs.into_iter();
             (0..lps.len())
                 .map(|_| {
-                    let (mut a, mut b) =
+                    let (mut a, b) =
                         (outs.next().expect("two runs per component"), outs.next().expect("two runs per component"));
                     a.witnesses.extend(b.witnesses);
                     a.left.extend(b.left);
                     a.lps += b.lps;
-                    a.bases[1] = b.bases[1].take();
+                    let [_, up] = b.bases; // `a` ran direction 0, `b` direction 1
+                    a.bases[1] = up;
                     a
                 })
                 .collect()
