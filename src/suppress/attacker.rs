@@ -335,17 +335,7 @@ impl CompLp {
                     *d.entry(m).or_insert(0.0) -= g * a;
                 }
             }
-            let mut coefs: Vec<(u32, f64)> = d
-                .into_iter()
-                .filter(|(_, v)| v.abs() > 1e-9)
-                .map(|(c, v)| {
-                    let i = c as usize;
-                    let raw = if v > 0.0 { v * p.up_gap[i] } else { -v * p.lo_gap[i] };
-                    (c, if raw.is_nan() { f64::INFINITY } else { raw })
-                })
-                .filter(|(_, v)| *v > 1e-12 * need.max(1.0))
-                .collect();
-            coefs.sort_unstable_by_key(|(c, _)| *c);
+            let coefs = capacity_coefficients(p, d, need);
             let bound: f64 = coefs.iter().map(|&(c, v)| if x(c) > 0.0 { v * x(c) } else { 0.0 }).sum();
             if best.as_ref().is_none_or(|(b, _)| bound < *b) {
                 best = Some((bound, coefs));
@@ -354,6 +344,23 @@ impl CompLp {
         let (_, coefs) = best.expect("two signs tried");
         Cut { coefs, rhs: need }
     }
+}
+
+/// The coefficients `d⁺UB + d⁻LB` of a capacity cut at level `need` from `d = ±e_t − Mᵀγ`
+/// (cell → entry; [`CompLp`]'s module doc), in cell order, the negligible ones left out.
+pub(crate) fn capacity_coefficients(p: &Problem, d: FastMap<u32, f64>, need: f64) -> Vec<(u32, f64)> {
+    let mut coefs: Vec<(u32, f64)> = d
+        .into_iter()
+        .filter(|(_, v)| v.abs() > 1e-9)
+        .map(|(c, v)| {
+            let i = c as usize;
+            let raw = if v > 0.0 { v * p.up_gap[i] } else { -v * p.lo_gap[i] };
+            (c, if raw.is_nan() { f64::INFINITY } else { raw })
+        })
+        .filter(|(_, v)| *v > 1e-12 * need.max(1.0))
+        .collect();
+    coefs.sort_unstable_by_key(|(c, _)| *c);
+    coefs
 }
 
 /// The smallest move inside witness `z` that still reaches every target `(cell, dir, level)`:

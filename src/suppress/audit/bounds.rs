@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use super::super::attacker::{tolerance, Attack, CompLp, Cut, Solves};
 use super::super::problem::Problem;
 use super::super::SuppressError;
+use super::forced::Forced;
 use super::{is_sliding, need, tick, Auditor, Cert, Checked};
 
 /// A whole-table audit with at least this many open targets skips the single ball LPs of a
@@ -366,6 +367,17 @@ impl Auditor<'_, '_> {
         self.stop_check()?;
         let sup_owned = self.sup.clone();
         let sup = &sup_owned;
+        // In a lazy check, targets the published cells determine fail without an LP, and the
+        // check stops at them. Not in the other checks: there the shortcut changes which bounds
+        // the batch rounds and hot-started runs see, and HiTaS's merge of c4-hier took its
+        // first audit 11 s and its drop trials 46 s longer (BENCHMARKS, "Session 79").
+        let todo = match self.lazy_singles {
+            Some(_) => match self.settle_forced(&comps, &comp_of, todo, sup) {
+                (_, failed) if failed > 0 => return Ok(()),
+                (todo, _) => todo,
+            },
+            None => todo,
+        };
         let (stop, effort) = (self.stop, self.lp_effort.clone());
         let lps: Vec<CompLp> =
             comps.into_par_iter().map(|(c, r)| CompLp::new(p, sup, c, r).limited(stop, &effort)).collect();
@@ -466,6 +478,37 @@ impl Auditor<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// Fails the bounds of `todo` whose targets the published cells determine
+    /// ([`super::forced`]), each with its cut, without an LP; returns the other bounds and how
+    /// many failed. `comps` are the components of `todo`'s targets (`comp_of`) in pattern
+    /// `sup`. Sliding requirements, whose two directions share one cut, are left to the LPs.
+    fn settle_forced(
+        &mut self,
+        comps: &[(Vec<u32>, Vec<u32>)],
+        comp_of: &crate::table::relations::FastMap<u32, usize>,
+        todo: Vec<(usize, usize)>,
+        sup: &[bool],
+    ) -> (Vec<(usize, usize)>, usize) {
+        let p = self.p;
+        let forced: Vec<Forced> = comps.par_iter().map(|(cells, rows)| Forced::of(p, sup, cells, rows)).collect();
+        let mut left = Vec::with_capacity(todo.len());
+        let mut failed = 0;
+        for (k, d) in todo {
+            let s = &p.sens[k];
+            let f = &forced[comp_of[&s.cell]];
+            let n = need(s, d);
+            if f.is_empty() || is_sliding(s) || !f.contains(s.cell) || n <= tolerance(n) {
+                left.push((k, d));
+                continue;
+            }
+            let dir = if d == 0 { -1.0 } else { 1.0 };
+            let cut = f.cut(p, sup, s.cell, dir, n);
+            self.certs[k][d] = Cert::Failed(0.0, Some(Box::new(cut.capped(n))));
+            failed += 1;
+        }
+        (left, failed)
     }
 
     /// Phase B of [`Self::solve_unknown`] for the (component, sensitive index, direction)

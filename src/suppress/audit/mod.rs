@@ -26,8 +26,9 @@
 //! [`report`] the public options, report types and entry points ([`audit`]);
 //! [`certificates`] the certificates that need no LP (combinatorial witnesses, candidates
 //! offered by the methods, the re-verification of a finished pattern); [`bounds`] the
-//! attacker LPs (local balls, batch and single component LPs, capacity cuts); [`sparse`] the
-//! sparser witnesses that accepted cleanup trials keep.
+//! attacker LPs (local balls, batch and single component LPs, capacity cuts); [`forced`] the
+//! targets the published cells determine, which a lazy check fails without an LP; [`sparse`]
+//! the sparser witnesses that accepted cleanup trials keep.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -37,6 +38,7 @@ use super::SuppressError;
 
 mod bounds;
 mod certificates;
+mod forced;
 mod report;
 mod sparse;
 mod store;
@@ -181,7 +183,8 @@ pub(crate) struct Auditor<'p, 'a> {
     /// When set, a check's single LPs run in chunks of about this many bounds and stop after
     /// the first chunk with a shortfall, leaving the rest unknown for the next check: for
     /// callers that act on the first shortfalls (a repair round, a drop trial; why and what it
-    /// saves: `exact::LAZY_SINGLES`).
+    /// saves: `exact::LAZY_SINGLES`). Such a check stops before any LP when targets the
+    /// published cells determine fail ([`forced`]).
     pub lazy_singles: Option<usize>,
     /// Single LPs of one component per hot-started run in a lazy check (the other checks run
     /// [`bounds::WARM_RUN`]): shorter runs spread a chunk over more threads, but other hot-start
@@ -553,31 +556,45 @@ mod tests {
         s
     }
 
-    /// A lazy check ([`Auditor::lazy_singles`]) stops after the first chunk of single LPs with a
-    /// shortfall: its failures are some of the full check's, found with fewer LPs, and the
-    /// bounds after that chunk stay undecided. On a protecting pattern it decides every bound
-    /// and finds none short, as the full check does.
+    /// A lazy check ([`Auditor::lazy_singles`]) stops at its first shortfalls — forced targets
+    /// ([`forced`]) or the first chunk of single LPs with one: its failures are some of the full
+    /// check's, found with fewer LPs, and the bounds after them stay undecided. On a protecting
+    /// pattern it decides every bound and finds none short, as the full check does.
     #[test]
     fn a_lazy_check_stops_at_its_first_shortfalls() {
         use crate::suppress::problem::{Fix, Problem};
         let far = crate::suppress::budget::Deadline::after(600.0);
         let keys = |f: &[Failure]| f.iter().map(|f| f.sens).collect::<std::collections::BTreeSet<_>>();
-        let mut stopped_early = 0;
+        // Per pattern: lazy checks with fewer LPs than the full check, and those that left some
+        // of its failures undecided.
+        let (mut fewer_lps, mut stopped_early) = ([0, 0], [0, 0]);
+        let mut rng = crate::rng::Rng::new(3);
         for seed in 0..4 {
             let t = crate::suppress::tests::synthetic(seed);
             let p = Problem::from_table(&t, None);
             let primaries: Vec<bool> = (0..p.n()).map(|i| p.fix[i] == Fix::Suppressed).collect();
-            let mut full = Auditor::new(&p, primaries.clone());
-            let all = full.check().unwrap();
-            // A hot-started run per chunk, and runs of one LP each (spread over the threads).
-            for (chunk, run) in [(1, bounds::WARM_RUN), (4, 1)] {
-                let mut lazy = Auditor::new(&p, primaries.clone());
-                (lazy.lazy_singles, lazy.lazy_run) = (Some(chunk), run);
-                let first = lazy.check().unwrap();
-                assert!(!first.is_empty() && keys(&first).is_subset(&keys(&all)), "seed {seed}, run {run}");
-                if keys(&first).len() < keys(&all).len() {
-                    stopped_early += 1;
-                    assert!(lazy.lps < full.lps && lazy.unknown() > 0, "seed {seed}, run {run}");
+            // The primaries alone (their shortfalls are forced targets), and with 85 % of the
+            // other cells (shortfalls the single LPs find; with a third or a half of them the
+            // forced targets were still all the shortfalls).
+            let wider: Vec<bool> = primaries.iter().map(|&s| s || rng.next_f64() < 0.85).collect();
+            for (pattern, sup) in [&primaries, &wider].into_iter().enumerate() {
+                let mut full = Auditor::new(&p, sup.clone());
+                let all = full.check().unwrap();
+                if all.is_empty() {
+                    continue;
+                }
+                // A hot-started run per chunk, and runs of one LP each (spread over the threads).
+                for (chunk, run) in [(1, bounds::WARM_RUN), (4, 1)] {
+                    let mut lazy = Auditor::new(&p, sup.clone());
+                    (lazy.lazy_singles, lazy.lazy_run) = (Some(chunk), run);
+                    let first = lazy.check().unwrap();
+                    assert!(!first.is_empty() && keys(&first).is_subset(&keys(&all)), "seed {seed}, run {run}");
+                    assert!(lazy.lps <= full.lps, "seed {seed}, run {run}");
+                    fewer_lps[pattern] += usize::from(lazy.lps < full.lps);
+                    if keys(&first).len() < keys(&all).len() {
+                        stopped_early[pattern] += 1;
+                        assert!(lazy.lps < full.lps && lazy.unknown() > 0, "seed {seed}, run {run}");
+                    }
                 }
             }
             // The repair audits lazily too; its pattern protects.
@@ -587,7 +604,8 @@ mod tests {
             assert!(lazy.check().unwrap().is_empty(), "seed {seed}");
             assert_eq!(lazy.unknown(), 0, "seed {seed}");
         }
-        assert!(stopped_early >= 4, "{stopped_early} of 8 lazy checks stopped early");
+        assert!(fewer_lps.iter().all(|&n| n >= 4), "lazy checks with fewer LPs: {fewer_lps:?} of 8 per pattern");
+        assert!(stopped_early[1] >= 2, "lazy checks that stopped early: {stopped_early:?} of 8 per pattern");
     }
 
     /// A lazy check over a component of more than `lp::PRESOLVE_MIN_COLUMNS` cells, whose runs
