@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::super::attacker::{tolerance, Attack, CompLp, Cut, Solves};
 use super::super::problem::Problem;
 use super::super::SuppressError;
-use super::forced::Forced;
+use super::pinned::Pinned;
 use super::{is_sliding, need, tick, Auditor, Cert, Checked};
 
 /// A whole-table audit with at least this many open targets skips the single ball LPs of a
@@ -372,7 +372,7 @@ impl Auditor<'_, '_> {
         // the batch rounds and hot-started runs see, and HiTaS's merge of c4-hier took its
         // first audit 11 s and its drop trials 46 s longer (BENCHMARKS, "Session 79").
         let todo = match self.lazy_singles {
-            Some(_) => match self.settle_forced(&comps, &comp_of, todo, sup) {
+            Some(_) => match self.settle_pinned(&comps, &comp_of, todo, sup) {
                 (_, failed) if failed > 0 => return Ok(()),
                 (todo, _) => todo,
             },
@@ -481,10 +481,10 @@ impl Auditor<'_, '_> {
     }
 
     /// Fails the bounds of `todo` whose targets the published cells determine
-    /// ([`super::forced`]), each with its cut, without an LP; returns the other bounds and how
+    /// ([`super::pinned`]), each with its cut, without an LP; returns the other bounds and how
     /// many failed. `comps` are the components of `todo`'s targets (`comp_of`) in pattern
     /// `sup`. Sliding requirements, whose two directions share one cut, are left to the LPs.
-    fn settle_forced(
+    fn settle_pinned(
         &mut self,
         comps: &[(Vec<u32>, Vec<u32>)],
         comp_of: &crate::table::relations::FastMap<u32, usize>,
@@ -492,12 +492,12 @@ impl Auditor<'_, '_> {
         sup: &[bool],
     ) -> (Vec<(usize, usize)>, usize) {
         let p = self.p;
-        let forced: Vec<Forced> = comps.par_iter().map(|(cells, rows)| Forced::of(p, sup, cells, rows)).collect();
+        let pinned: Vec<Pinned> = comps.par_iter().map(|(cells, rows)| Pinned::of(p, sup, cells, rows)).collect();
         let mut left = Vec::with_capacity(todo.len());
         let mut failed = 0;
         for (k, d) in todo {
             let s = &p.sens[k];
-            let f = &forced[comp_of[&s.cell]];
+            let f = &pinned[comp_of[&s.cell]];
             let n = need(s, d);
             if f.is_empty() || is_sliding(s) || !f.contains(s.cell) || n <= tolerance(n) {
                 left.push((k, d));

@@ -26,7 +26,7 @@
 //! [`report`] the public options, report types and entry points ([`audit`]);
 //! [`certificates`] the certificates that need no LP (combinatorial witnesses, candidates
 //! offered by the methods, the re-verification of a finished pattern); [`bounds`] the
-//! attacker LPs (local balls, batch and single component LPs, capacity cuts); [`forced`] the
+//! attacker LPs (local balls, batch and single component LPs, capacity cuts); [`pinned`] the
 //! targets the published cells determine, which a lazy check fails without an LP; [`sparse`]
 //! the sparser witnesses that accepted cleanup trials keep.
 
@@ -38,7 +38,7 @@ use super::SuppressError;
 
 mod bounds;
 mod certificates;
-mod forced;
+mod pinned;
 mod report;
 mod sparse;
 mod store;
@@ -184,7 +184,7 @@ pub(crate) struct Auditor<'p, 'a> {
     /// the first chunk with a shortfall, leaving the rest unknown for the next check: for
     /// callers that act on the first shortfalls (a repair round, a drop trial; why and what it
     /// saves: `exact::LAZY_SINGLES`). Such a check stops before any LP when targets the
-    /// published cells determine fail ([`forced`]).
+    /// published cells determine fail ([`pinned`]).
     pub lazy_singles: Option<usize>,
     /// Single LPs of one component per hot-started run in a lazy check (the other checks run
     /// [`bounds::WARM_RUN`]): shorter runs spread a chunk over more threads, but other hot-start
@@ -556,8 +556,8 @@ mod tests {
         s
     }
 
-    /// A lazy check ([`Auditor::lazy_singles`]) stops at its first shortfalls — forced targets
-    /// ([`forced`]) or the first chunk of single LPs with one: its failures are some of the full
+    /// A lazy check ([`Auditor::lazy_singles`]) stops at its first shortfalls — pinned targets
+    /// ([`pinned`]) or the first chunk of single LPs with one: its failures are some of the full
     /// check's, found with fewer LPs, and the bounds after them stay undecided. On a protecting
     /// pattern it decides every bound and finds none short, as the full check does.
     #[test]
@@ -573,9 +573,9 @@ mod tests {
             let t = crate::suppress::tests::synthetic(seed);
             let p = Problem::from_table(&t, None);
             let primaries: Vec<bool> = (0..p.n()).map(|i| p.fix[i] == Fix::Suppressed).collect();
-            // The primaries alone (their shortfalls are forced targets), and with 85 % of the
+            // The primaries alone (their shortfalls are pinned targets), and with 85 % of the
             // other cells (shortfalls the single LPs find; with a third or a half of them the
-            // forced targets were still all the shortfalls).
+            // pinned targets were still all the shortfalls).
             let wider: Vec<bool> = primaries.iter().map(|&s| s || rng.next_f64() < 0.85).collect();
             for (pattern, sup) in [&primaries, &wider].into_iter().enumerate() {
                 let mut full = Auditor::new(&p, sup.clone());
