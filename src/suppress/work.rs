@@ -816,6 +816,10 @@ impl<'p, 'a> Work<'p, 'a> {
             // ones probe the lost targets a refusal usually comes from, while the audit often
             // refuses (on a table whose trials it mostly accepts, the probes' component LPs
             // were 16 % more cleanup time, measured on c3-persons with the singleton rule).
+            // A trial needs only to know whether some bound fails: its check stops at pinned
+            // targets without an LP (the drop pins them through cells that were pinned
+            // already, which `refuted`'s local propagation does not know).
+            let stops0 = std::mem::replace(&mut self.aud.stops_at_pinned, true);
             let verdict = if self.aud.keep_held {
                 self.aud.check_locally()
             } else if PROBE_RATIO * self.refused_by_audit >= self.accepted {
@@ -823,6 +827,7 @@ impl<'p, 'a> Work<'p, 'a> {
             } else {
                 self.aud.check().map(Some)
             };
+            self.aud.stops_at_pinned = stops0;
             let fails = match verdict {
                 Ok(Some(f)) => f,
                 Ok(None) => {
@@ -1070,6 +1075,37 @@ mod tests {
             });
         }
         assert!(refused > 0 && kept > 0, "no cheap refusal exercised ({refused}, {kept})");
+    }
+
+    /// A drop trial refuses a drop that pins a target through a cell pinned before it, without
+    /// an attacker LP ([`Auditor::stops_at_pinned`]): `refuted`'s propagation from the dropped
+    /// cell does not know the cells pinned before. In a 3 × 3 table with totals, (1,3) is alone
+    /// in its column and (3,2) in its row; (1,1), (1,2), (2,2), (2,1) form a cycle that
+    /// protects the primary (1,1). Dropping (1,2) leaves (1,1) with the pinned (1,3) in row 1.
+    #[test]
+    fn a_drop_trial_refuses_a_pinned_target_without_an_lp() {
+        let vals = vec![vec![6.0, 8.0, 5.0], vec![7.0, 9.0, 4.0], vec![3.0, 2.0, 1.0]];
+        let mut t = crate::suppress::tests::grid(&vals, None);
+        crate::suppress::tests::primary(&mut t, &[1, 1], 2.0);
+        let p = Problem::from_table(&t, None);
+        let cell = |r: u32, c: u32| t.find(&[r, c]).unwrap();
+        let mut sup = vec![false; p.n()];
+        for (r, c) in [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 2)] {
+            sup[cell(r, c)] = true;
+        }
+        assert!(lp_clean(&p, sup.clone()), "the pattern before the drop protects (1,1)");
+        let s = cell(1, 2);
+        let mut w = Work::new(&p, sup.clone());
+        assert!(!w.try_drop(s, false).unwrap());
+        assert!(w.sup()[s], "the refused drop is undone");
+        assert_eq!((w.refused_cheaply, w.refused_by_audit), (0, 1), "refused by the trial's check");
+        assert_eq!(w.aud.lps, 0, "the trial's check solved an attacker LP");
+        assert!(!w.aud.stops_at_pinned, "the switch is reset after the trial");
+        // The same check without the switch proves the shortfall with attacker LPs.
+        sup[s] = false;
+        let mut full = Auditor::new(&p, sup);
+        assert!(!full.check().unwrap().is_empty());
+        assert!(full.lps > 0);
     }
 
     /// Sparser witnesses ([`Work::sparse_witnesses`]) change what a cleanup costs, never what

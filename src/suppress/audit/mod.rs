@@ -186,6 +186,10 @@ pub(crate) struct Auditor<'p, 'a> {
     /// saves: `exact::LAZY_SINGLES`). Such a check stops before any LP when targets the
     /// published cells determine fail ([`pinned`]).
     pub lazy_singles: Option<usize>,
+    /// When set, a check stops at pinned targets ([`pinned`]) as a lazy check does, and leaves
+    /// the other bounds unknown: for a caller that needs only to know whether some bound fails
+    /// (a cleanup's drop trial, [`super::work::Work::try_drop`]).
+    pub stops_at_pinned: bool,
     /// Single LPs of one component per hot-started run in a lazy check (the other checks run
     /// [`bounds::WARM_RUN`]): shorter runs spread a chunk over more threads, but other hot-start
     /// chains find other witnesses, so the repair that reads them may take another path.
@@ -270,6 +274,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             cold_rounds: bounds::COLD_ROUNDS_CELLS,
             batch_min_targets: 2,
             lazy_singles: None,
+            stops_at_pinned: false,
             lazy_run: bounds::WARM_RUN,
         }
     }

@@ -12,13 +12,14 @@
 //! protecting pattern and has only published cells (and empty ranges), all 0 now: violated.
 //!
 //! Used by the lazy checks (`Auditor::lazy_singles`: the repair of HiTaS's merge, its drop
-//! trials, the subtables' greedy repairs), which stop at them. Why: in the repair of HiTaS's
-//! merged Adult pattern 1,360 of the 1,688 single attacker LPs that fell short ended at
-//! exactly 0 — open repair rounds add cells that their other relations still pin — and each
-//! LP costs HiGHS's per-solve set-up (~0.3–0.5 ms on its ~1,800-column component) even when it
-//! needs no simplex iteration. (The cleanup's drop trials have their own, local and budgeted
-//! pinned-cell test, `Work::refuted`, which needs no cut; this one spans the component and
-//! gives the chain's cut.)
+//! trials, the subtables' greedy repairs) and the cleanups' drop trials
+//! (`Auditor::stops_at_pinned`), which stop at them. Why: in the repair of HiTaS's merged
+//! Adult pattern 1,360 of the 1,688 single attacker LPs that fell short ended at exactly 0 —
+//! open repair rounds add cells that their other relations still pin — and each LP costs
+//! HiGHS's per-solve set-up (~0.3–0.5 ms on its ~1,800-column component) even when it needs no
+//! simplex iteration. (A drop trial first runs its own, local and budgeted pinned-cell test,
+//! `Work::refuted`, which needs no cut but starts from the dropped cell only; this one spans
+//! the component, so it also sees the cells pinned before the drop, and gives the chain's cut.)
 
 use std::collections::BinaryHeap;
 
