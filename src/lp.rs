@@ -339,7 +339,7 @@ fn instance() -> Result<highs::Model, LpError> {
             .map_err(|s| LpError::Solver { what: format!("creating a HiGHS instance: {s:?}") })?,
     };
     for name in ["output_flag", "log_to_console"] {
-        model.try_set_option(name, false).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })?;
+        set_option(&mut model, name, false)?;
     }
     Ok(model)
 }
@@ -443,39 +443,35 @@ fn pass(model: &mut highs::Model, lp: &LinearProgram) -> Result<(), LpError> {
     Ok(())
 }
 
+/// Sets one HiGHS option, naming it in the error.
+fn set_option<V: highs::HighsOptionValue>(model: &mut highs::Model, name: &str, value: V) -> Result<(), LpError> {
+    model.try_set_option(name, value).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
+}
+
 /// The HiGHS model of `lp` with the options of `opts` and `retry` (one thread).
 fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<highs::Model, LpError> {
     let mip = lp.is_mip();
     let mut model = instance()?;
     pass(&mut model, lp)?;
     model.set_threads(NonZeroU32::new(1).expect("1 is nonzero"));
-    let set = |m: &mut highs::Model, name: &str, v: f64| {
-        m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
-    };
     if let Some(t) = opts.time_limit_s {
-        set(&mut model, "time_limit", t.max(0.001))?;
+        set_option(&mut model, "time_limit", t.max(0.001))?;
     }
     if let (true, Some(g)) = (mip, opts.mip_rel_gap) {
-        set(&mut model, "mip_rel_gap", g)?;
+        set_option(&mut model, "mip_rel_gap", g)?;
     }
     if let (true, Some(n)) = (mip, opts.mip_max_nodes) {
         let n = i32::try_from(n).unwrap_or(i32::MAX);
-        model
-            .try_set_option("mip_max_nodes", n)
-            .map_err(|e| LpError::Solver { what: format!("setting mip_max_nodes: {e:?}") })?;
+        set_option(&mut model, "mip_max_nodes", n)?;
         // Within a node budget, a restart (HiGHS presolving the model again once the root has
         // fixed many columns, then solving the new root) spends the budget's time repeating
         // the root's LP, cut separation and heuristics. Measured on the suppression masters
-        // (BENCHMARKS.md, "Session 81"): the README example's table 67.6 → 56.7 s and 5 % less
+        // (BENCHMARKS.md, "Session 81"): the README example's table 67.6 → 56.4 s and 5 % less
         // suppressed value, c3-enterprises 188 → 174 s and 0.7 % less.
-        model
-            .try_set_option("mip_allow_restart", false)
-            .map_err(|e| LpError::Solver { what: format!("setting mip_allow_restart: {e:?}") })?;
+        set_option(&mut model, "mip_allow_restart", false)?;
     }
     if mip && opts.pseudocost_branching {
-        model
-            .try_set_option("mip_pscost_minreliable", 0)
-            .map_err(|e| LpError::Solver { what: format!("setting mip_pscost_minreliable: {e:?}") })?;
+        set_option(&mut model, "mip_pscost_minreliable", 0)?;
     }
     if let (true, Some(x)) = (mip, &opts.start) {
         model
@@ -485,23 +481,18 @@ fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<highs:
         // solution, before the root node even when it holds one: with the start given, it is
         // wasted. Measured on CASC EIA (36 exact subtables): 4 % of the run's samples, 1.38 →
         // 1.29 s, the same patterns on the suite (BENCHMARKS.md, "Session 76").
-        model
-            .try_set_option("mip_heuristic_run_feasibility_jump", false)
-            .map_err(|e| LpError::Solver { what: format!("setting mip_heuristic_run_feasibility_jump: {e:?}") })?;
+        set_option(&mut model, "mip_heuristic_run_feasibility_jump", false)?;
     }
-    let set_str = |m: &mut highs::Model, name: &str, v: &str| {
-        m.try_set_option(name, v).map_err(|e| LpError::Solver { what: format!("setting {name}: {e:?}") })
-    };
     // A small LP is solved without presolve first, a large one with it; the first retry
     // swaps the two.
     let small = !mip && !opts.always_presolve && lp.columns.len() <= PRESOLVE_MIN_COLUMNS;
     match retry {
-        Retry::Default if small => set_str(&mut model, "presolve", "off")?,
+        Retry::Default if small => set_option(&mut model, "presolve", "off")?,
         Retry::Default => {}
         Retry::OtherPresolve if small => {}
-        Retry::OtherPresolve => set_str(&mut model, "presolve", "off")?,
-        Retry::InteriorPoint if !mip => set_str(&mut model, "solver", "ipm")?,
-        Retry::InteriorPoint => set_str(&mut model, "presolve", "off")?,
+        Retry::OtherPresolve => set_option(&mut model, "presolve", "off")?,
+        Retry::InteriorPoint if !mip => set_option(&mut model, "solver", "ipm")?,
+        Retry::InteriorPoint => set_option(&mut model, "presolve", "off")?,
     }
     Ok(model)
 }
@@ -687,9 +678,7 @@ impl WarmLp {
         }
         hot.moved = want.into_iter().filter(|&(j, v)| v != base(j)).collect();
         if let Some(t) = left {
-            hot.model
-                .try_set_option("time_limit", t.max(0.001))
-                .map_err(|e| LpError::Solver { what: format!("setting time_limit: {e:?}") })?;
+            set_option(&mut hot.model, "time_limit", t.max(0.001))?;
             // HiGHS (1.15) compares `time_limit` with the time spent in *all* runs of a model,
             // not in this one; its C API documents zeroing the clocks before each run as the
             // work-around. Without it a long hot-started sequence stopped well before the
@@ -720,9 +709,7 @@ impl WarmLp {
                     // optimal basis is still primal feasible. Measured on the first audit of an
                     // 11 k-cell HiTaS pattern (1,300 LPs): 23.7 CPU s, against 42 s from scratch
                     // and more with HiGHS's default (dual) strategy from the same hot starts.
-                    model
-                        .try_set_option("simplex_strategy", 4)
-                        .map_err(|e| LpError::Solver { what: format!("setting simplex_strategy: {e:?}") })?;
+                    set_option(&mut model, "simplex_strategy", 4)?;
                     self.model = Some(Hot { model, moved });
                 } else {
                     give_back(highs::Model::from(solved));
