@@ -138,10 +138,9 @@ pub struct SolveOptions {
     /// README example's table (BENCHMARKS "Session 60").
     pub pseudocost_branching: bool,
     /// Without HiGHS's RINS and RENS, the sub-MIP heuristics that search around the LP
-    /// optimum and the incumbent. For the exact suppression masters, whose patterns are audited
-    /// and repaired anyway: on the README example's table they were half of each master's
-    /// 8 s, and the cheaper masters led to a 3 % cheaper pattern in half the run
-    /// (BENCHMARKS "Session 82").
+    /// optimum and the incumbent. For the exact suppression masters of a few nodes, whose
+    /// patterns are audited and repaired anyway: on the README example's table they were half
+    /// of each master's 8 s (BENCHMARKS "Session 82").
     pub skip_sub_mip_heuristics: bool,
 }
 

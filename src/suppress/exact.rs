@@ -635,7 +635,7 @@ fn search(
             start: Some(best.iter().map(|&b| f64::from(u8::from(b))).collect()),
             always_presolve: false,
             pseudocost_branching: true,
-            skip_sub_mip_heuristics: true,
+            skip_sub_mip_heuristics: nodes <= LEAN_MASTER_MAX_NODES,
         };
         let s = match lp::solve(&lp, &o) {
             Ok(s) => s,
@@ -702,6 +702,15 @@ fn search(
     let lb = lower.is_finite().then(|| (lower - fixed_cost).max(0.0));
     Ok((best, lb, best_audit))
 }
+
+/// Master MIPs of at most this many nodes run without HiGHS's RINS and RENS
+/// ([`SolveOptions::skip_sub_mip_heuristics`]). Why: within a budget of a few nodes the root is
+/// the whole solve, and on the README example's table those sub-MIPs were half of it, polishing
+/// patterns the audit rejects anyway; without them its HiTaS subtable (10 nodes per master)
+/// took 27.9 s instead of 56.6 s for a 3.4 % cheaper pattern. Longer searches keep them:
+/// `optimal` (500 nodes and up) on the same table ended its 600 s 3.8 % dearer without them
+/// (BENCHMARKS "Session 82").
+const LEAN_MASTER_MAX_NODES: usize = 50;
 
 /// Master MIP solves of [`repair_master_pattern`]'s search over supersets (the default of
 /// `ProtectOptions::master_repair_solves`).
