@@ -8,14 +8,19 @@ friendly tables from numpy):
 1. writes the records as Parquet (one record per contributor and cell) and the tau-Argus `.hrc`
    files of the hierarchical variables;
 2. runs sdcflow (`sdcflow run`, one job per method) and tau-Argus through pytauargus
-   (`MOD(1)` modular, `OPT(1)` optimal) on the same records and the table's rule (the friendly
+   (`MOD(1)` modular, `OPT(1,M)` optimal with M minutes: sdcflow's `--time-limit`, rounded up;
+   `OPT(1)` without a limit) on the same records and the table's rule (the friendly
    tables: `FREQ(3,10)`, primary when fewer than 3 contributors, protection level 10 % of the
    cell value), cost = cell value for both;
 3. audits every result with `sdcflow audit` — for tau-Argus, its cell statuses are joined onto
    sdcflow's tabulation of the same table (codes, value, freq, top contributions, protection
    levels) and written as a `cells.parquet`;
 4. prints one table: cells, primaries, secondaries, suppressed value share (Σ suppressed cell
-   values / Σ all cell values, computed here the same way for both tools), wall time, audit.
+   values / Σ all cell values, computed here the same way for both tools), lower bound (for
+   tau-Argus OPT its own gap and nodes, from its `cspSCIP.sta`), wall time, audit.
+
+`OPT(1)` runs tau-Argus's branch and cut with a zero time limit (its `FullJJ.log` says
+`MAX_TIME = 0`): its heuristic's pattern and one node, not an optimum. Hence the limit above.
 
 Usage (needs `pip install "pytauargus[parquet,dataframe]"` and a built sdcflow binary):
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -440,10 +446,41 @@ def tau_safety(spec: dict) -> str:
     return "|".join(out)
 
 
-def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
-    """Runs pytauargus with suppression `spec` (`MOD` → `MOD(1)`, or a full tau-Argus spec such
-    as `MOD(1,5,1,1,1)` = singleton options on) and audits its statuses on sdcflow's tabulation."""
-    method = spec if "(" in spec else f"{spec}(1)"
+def opt_bound(sta: Path) -> dict | None:
+    """tau-Argus OPT's own result from its statistics file (`cspSCIP.sta`, one header line and
+    one line of figures per solve): the pattern's cost `opt`, the best lower bound `lb` its
+    branch and cut proved, in the same (integer-scaled) cost units, and its `nodes`. Why: an
+    `OPT` spec without a time (`OPT(1)`) runs with a zero time limit — the engine's heuristic
+    and one node — so its pattern is not an optimum, and only its bound says how far it is."""
+    try:
+        lines = [ln.split() for ln in sta.read_text().splitlines() if ln.strip()]
+    except OSError:
+        return None
+    if len(lines) < 2 or len(lines[0]) != len(lines[-1]):
+        return None
+    head, last = lines[0], lines[-1]
+    try:
+        return {"opt": float(last[head.index("opt")]), "lb": float(last[head.index("BestLB")]),
+                "nodes": int(last[head.index("nodes")])}
+    except (ValueError, IndexError):
+        return None
+
+
+def tau_method(spec: str, time_limit: float) -> str:
+    """The tau-Argus suppression of harness spec `spec`: `MOD` → `MOD(1)`; `OPT` → `OPT(1,M)`, M
+    the minutes of sdcflow's `time_limit` rounded up (`OPT(1)` when there is none); a full
+    tau-Argus spec such as `MOD(1,5,1,1,1)` (singleton options on) as it is."""
+    if "(" in spec:
+        return spec
+    if spec == "OPT" and time_limit > 0:
+        return f"OPT(1,{math.ceil(time_limit / 60)})"
+    return f"{spec}(1)"
+
+
+def run_tauargus(sdcflow: str, size_dir: Path, spec: str, time_limit: float = 0.0) -> dict:
+    """Runs pytauargus with suppression `spec` (`tau_method`) and audits its statuses on
+    sdcflow's tabulation."""
+    method = tau_method(spec, time_limit)
     try:
         from pytauargus import protect
     except ImportError as e:  # pragma: no cover - reported in the table
@@ -492,6 +529,7 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
     cells.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(d, schema=base.schema), cells)
     sup = [s in ("U", "M") for s in status]
+    own = opt_bound(wd / "cspSCIP.sta") if method.startswith("OPT") else None
     return {
         "tool": "tau-Argus",
         "method": method,
@@ -501,6 +539,11 @@ def run_tauargus(sdcflow: str, size_dir: Path, spec: str) -> dict:
         "share": share(d["value"], sup),
         "bound": None,
         "gap": None,
+        # Its own gap, on its total cost (primaries included) in its own cost units: these are
+        # integer-scaled and not always proportional to the cell values, so it is not turned
+        # into a share of the value.
+        "own_gap": (own["opt"] - own["lb"]) / own["opt"] if own and own["opt"] > 0 else None,
+        "nodes": own["nodes"] if own else None,
         "stopped": None,
         "time": wall,
         "audit": audit(sdcflow, cells, size_dir / "job_none.toml")
@@ -532,7 +575,7 @@ def main() -> int:
             results.append((size, r))
             print(size, json.dumps(r), flush=True)
         for m in [m for m in args.tau.split(";") if m and base["cells"] <= args.tau_max_cells]:
-            r = run_tauargus(args.sdcflow, size_dir, m)
+            r = run_tauargus(args.sdcflow, size_dir, m, args.time_limit)
             results.append((size, r))
             print(size, json.dumps(r), flush=True)
     print()
@@ -544,6 +587,8 @@ def main() -> int:
                   f"ERROR: {r['error'][:200]} |")
             continue
         bound = f"{100 * r['bound']:.2f} %" if r.get("bound") is not None else "–"
+        if r.get("own_gap") is not None:
+            bound += f" (own gap {100 * r['own_gap']:.1f} % of its total cost, {r['nodes']} nodes)"
         stop = " (time limit)" if r.get("stopped") else ""
         print(f"| {size} | {r['tool']} | {r['method']} | {r['cells']} | {r['primaries']} | {r['secondaries']} | "
               f"{100 * r['share']:.2f} % | {bound} | {r['time']:.1f} s{stop} | {r['audit']} |")
