@@ -429,7 +429,12 @@ pub fn protect_with(
     // HiTaS's completion gets a cleanup when the lower bound says its pattern may be far from
     // the optimum; that bound, or a method's own when larger, is the one reported.
     let cleanup_columns = match (&before, &merged, first_bound) {
-        (Some(p), Some(m), Some(lb)) if opts.method == Method::Modular => modular::default_cleanup(p, m, opts, lb),
+        // The exact search's start is HiTaS's completion as `modular` publishes it, so that it
+        // never ends above `modular`'s pattern (eia: 0.81 % of the value without this cleanup,
+        // 0.58 % with it).
+        (Some(p), Some(m), Some(lb)) if matches!(opts.method, Method::Modular | Method::Optimal) => {
+            modular::default_cleanup(p, m, opts, lb)
+        }
         _ => None,
     };
     let left = deadline.left_s();
