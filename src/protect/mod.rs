@@ -30,6 +30,32 @@ pub use apriori::{
 /// node budget bounds the rest.
 pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
 
+/// `auto` also uses the exact method on tables above `exact::HITAS_START_CELLS` cells (2,000:
+/// where it starts from HiTaS's completed pattern, so it never publishes more than `modular`
+/// would) up to this many, when at most [`AUTO_EXACT_MAX_PRIMARIES`] of them are primary and
+/// the singleton rule is off, within the budget [`AUTO_EXACT_BUDGET`]. Why: "exact when it
+/// fits" (issue 11 item 6), and from HiTaS's start it fits there. Measured (release build,
+/// BENCHMARKS.md "Session 83"), singleton rule off: it proves the optimum of eia (5,525 cells)
+/// in 2.9 s, adult (6,333) in 21 s, c2-persons in 3.1 s, c4-persons (2,389) in 11 s and
+/// c3-persons (11,264 cells, 3,543 primary) in 91 s, where `modular` published 1.3 %, 10.3 %,
+/// 8.4 %, 0.5 % and 7.5 % more secondary value (tau-Argus OPT given five minutes proved eia
+/// only). With the singleton rule its rows make the master's cutting planes slow: on adult
+/// the LP phase alone took 90 s and the budget 383 s in all, for 8 % less value than
+/// `modular`'s 2.5 s, so the rule keeps `modular` there. The primaries keep c3-enterprises
+/// (11,317 cells, 6,936 primary) with `modular`: there the exact model's cutting planes alone
+/// took minutes per round (session 29).
+pub const AUTO_EXACT_MAX_CELLS: usize = 12_000;
+
+/// See [`AUTO_EXACT_MAX_CELLS`].
+pub const AUTO_EXACT_MAX_PRIMARIES: usize = 4_000;
+
+/// Master MIP solves and branch-and-bound nodes per solve of the exact method when `auto` picks
+/// it above [`AUTO_OPTIMAL_MAX_CELLS`]: work units, so the pattern is the same on every
+/// machine; a table the budget does not prove publishes the best clean pattern found (HiTaS's
+/// at worst) with its gap. The proofs measured took 2–5 solves, each within its first 500
+/// nodes; the explicit `optimal` keeps its own larger budget.
+pub const AUTO_EXACT_BUDGET: (usize, usize) = (10, 500);
+
 /// `auto` uses `modular` up to this many cells (and above, see
 /// [`AUTO_MODULAR_LARGE_MAX_CELLS`]). Measured: `modular` halved `fast`'s secondary cost on
 /// 2,552 and 7,653 cells (3.5e9 vs 6.6e9, 7.9e9 vs 16.1e9) but took 3.4-6.6× its time (6.7 s vs
@@ -56,10 +82,10 @@ pub const AUTO_MODULAR_LARGE_MAX_CELLS: usize = 30_000;
 /// See [`AUTO_MODULAR_LARGE_MAX_CELLS`].
 pub const AUTO_MODULAR_MAX_PRIMARIES: usize = 12_000;
 
-/// The method `auto` picks for a table of `cells` cells of which `primaries` are primary (see
-/// the thresholds' reasoning above).
-pub fn auto_method(cells: usize, primaries: usize) -> Method {
-    if cells <= AUTO_OPTIMAL_MAX_CELLS {
+/// The method `auto` picks for a table of `cells` cells of which `primaries` are primary, with
+/// the singleton rule on or off (see the thresholds' reasoning above).
+pub fn auto_method(cells: usize, primaries: usize, singleton_rule: bool) -> Method {
+    if cells <= AUTO_OPTIMAL_MAX_CELLS || auto_exact_from_hitas(cells, primaries, singleton_rule) {
         Method::Optimal
     } else if cells <= AUTO_MODULAR_MAX_CELLS
         || cells <= AUTO_MODULAR_LARGE_MAX_CELLS && primaries <= AUTO_MODULAR_MAX_PRIMARIES
@@ -68,6 +94,15 @@ pub fn auto_method(cells: usize, primaries: usize) -> Method {
     } else {
         Method::Fast
     }
+}
+
+/// Whether `auto` picks the exact method from HiTaS's start, within [`AUTO_EXACT_BUDGET`]
+/// ([`AUTO_EXACT_MAX_CELLS`]).
+fn auto_exact_from_hitas(cells: usize, primaries: usize, singleton_rule: bool) -> bool {
+    !singleton_rule
+        && cells > suppress::exact::HITAS_START_CELLS
+        && cells <= AUTO_EXACT_MAX_CELLS
+        && primaries <= AUTO_EXACT_MAX_PRIMARIES
 }
 
 /// A protected table is called too detailed to publish usefully when more than this share of
@@ -174,11 +209,16 @@ pub fn to_table(a: &AssessedTable) -> Result<Table> {
 /// cells, `primaries` of them primary (`auto` resolved).
 fn solver_options(t: &TableJob, cells: usize, primaries: usize) -> Result<ProtectOptions> {
     let method = match t.secondary {
-        SecondaryMethod::Auto => auto_method(cells, primaries),
+        SecondaryMethod::Auto => auto_method(cells, primaries, t.singleton_rule),
         SecondaryMethod::Solver(m) => m,
         SecondaryMethod::PrimariesOnly => {
             return Err(Error::Internal("secondary method `none` reached the solver".into()))
         }
+    };
+    let defaults = ProtectOptions::default();
+    let (master_solves, mip_nodes) = match t.secondary {
+        SecondaryMethod::Auto if auto_exact_from_hitas(cells, primaries, t.singleton_rule) => AUTO_EXACT_BUDGET,
+        _ => (defaults.master_solves, defaults.mip_nodes),
     };
     Ok(ProtectOptions {
         method,
@@ -186,7 +226,9 @@ fn solver_options(t: &TableJob, cells: usize, primaries: usize) -> Result<Protec
         time_limit_s: t.time_limit_s,
         singleton_rule: t.singleton_rule,
         cleanup_trials: t.cleanup_trials,
-        ..Default::default()
+        master_solves,
+        mip_nodes,
+        ..defaults
     })
 }
 
@@ -333,19 +375,60 @@ pub fn protect_linked(
 mod tests {
     use super::*;
 
-    /// `auto` by the suite's shapes: the exact model on small tables, HiTaS up to 20,000 cells
+    /// `auto` by the suite's shapes: the exact model on small tables and, from HiTaS's start,
+    /// on those of 2,000–12,000 cells with at most 4,000 primaries when the singleton rule is
+    /// off; HiTaS up to 20,000 cells
     /// and up to 30,000 when at most 12,000 are primary (c4-hier), `fast` on c4-large, c4-ent
     /// and c5-persons.
     #[test]
     fn auto_weighs_size_and_primaries() {
-        assert_eq!(auto_method(600, 300), Method::Optimal);
-        assert_eq!(auto_method(11_317, 6_903), Method::Modular); // c3-enterprises
-        assert_eq!(auto_method(29_101, 11_285), Method::Modular); // c4-hier
-        assert_eq!(auto_method(46_853, 18_379), Method::Fast); // c4-large
-        assert_eq!(auto_method(44_375, 28_718), Method::Fast); // c4-ent
-        assert_eq!(auto_method(25_000, 15_000), Method::Fast);
-        assert_eq!(auto_method(101_827, 44_565), Method::Fast); // c5-persons
-        assert_eq!(auto_method(30_001, 100), Method::Fast);
+        for singleton in [false, true] {
+            assert_eq!(auto_method(600, 300, singleton), Method::Optimal);
+            assert_eq!(auto_method(924, 19, singleton), Method::Modular); // ex-salary: the fast start below 2,000
+            assert_eq!(auto_method(11_317, 6_903, singleton), Method::Modular); // c3-enterprises
+            assert_eq!(auto_method(29_101, 11_285, singleton), Method::Modular); // c4-hier
+            assert_eq!(auto_method(46_853, 18_379, singleton), Method::Fast); // c4-large
+            assert_eq!(auto_method(44_375, 28_718, singleton), Method::Fast); // c4-ent
+            assert_eq!(auto_method(25_000, 15_000, singleton), Method::Fast);
+            assert_eq!(auto_method(101_827, 44_565, singleton), Method::Fast); // c5-persons
+            assert_eq!(auto_method(30_001, 100, singleton), Method::Fast);
+        }
+        // From HiTaS's start, singleton rule off only: c4-persons, adult, c3-persons.
+        for (cells, primaries) in [(2_389, 559), (6_333, 1_054), (11_264, 3_543)] {
+            assert_eq!(auto_method(cells, primaries, false), Method::Optimal, "{cells} cells");
+            assert_eq!(auto_method(cells, primaries, true), Method::Modular, "{cells} cells");
+        }
+        assert_eq!(auto_method(12_001, 3_000, false), Method::Modular);
+        assert_eq!(auto_method(8_000, 4_001, false), Method::Modular);
+    }
+
+    /// `auto` gives the exact method its own work budget where it picks it from HiTaS's start;
+    /// the method named in a job, and `auto`'s other choices, keep the defaults.
+    #[test]
+    fn auto_gives_the_exact_search_from_hitas_its_budget() {
+        let table = |secondary: &str| {
+            let text = format!(
+                "[input]\nmicrodata = \"m.parquet\"\n[[table]]\nname = \"t\"\nexplanatory = [\"a\"]\n\
+                 safety = \"FREQ(3,10)\"\nsecondary = {secondary}\n[output]\ndir = \"out\"\n"
+            );
+            crate::job::Job::parse(std::path::Path::new("j.toml"), &text).unwrap().tables.remove(0)
+        };
+        let d = ProtectOptions::default();
+        let chosen = |secondary: &str, cells, primaries| {
+            let o = solver_options(&table(secondary), cells, primaries).unwrap();
+            (o.method, o.master_solves, o.mip_nodes)
+        };
+        let (solves, nodes) = AUTO_EXACT_BUDGET;
+        assert_eq!(chosen("{ method = \"auto\", singleton = false }", 6_333, 1_054), (Method::Optimal, solves, nodes));
+        assert_eq!(chosen("{ method = \"auto\" }", 6_333, 1_054), (Method::Modular, d.master_solves, d.mip_nodes));
+        assert_eq!(
+            chosen("{ method = \"optimal\", singleton = false }", 6_333, 1_054),
+            (Method::Optimal, d.master_solves, d.mip_nodes)
+        );
+        assert_eq!(
+            chosen("{ method = \"auto\", singleton = false }", 500, 100),
+            (Method::Optimal, d.master_solves, d.mip_nodes)
+        );
     }
 
     /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.

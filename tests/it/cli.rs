@@ -53,7 +53,7 @@ fn protect_one_liner_matches_the_job_file() {
     assert_eq!(t["protected_against_recalculation"], true, "{t}");
     let cells = t["cells"].as_u64().unwrap() as usize;
     let primaries = t["primaries"].as_u64().unwrap() as usize;
-    let chosen = sdcflow::job::SecondaryMethod::solver_name(sdcflow::protect::auto_method(cells, primaries));
+    let chosen = sdcflow::job::SecondaryMethod::solver_name(sdcflow::protect::auto_method(cells, primaries, true));
     assert_eq!(t["method"], format!("auto ({chosen})"), "{t}");
     assert!(t["secondaries"].as_u64().unwrap() > 0, "{t}");
     // A malformed --hierarchy is bad input.
