@@ -377,9 +377,8 @@ mod tests {
 
     /// `auto` by the suite's shapes: the exact model on small tables and, from HiTaS's start,
     /// on those of 2,000–12,000 cells with at most 4,000 primaries when the singleton rule is
-    /// off; HiTaS up to 20,000 cells
-    /// and up to 30,000 when at most 12,000 are primary (c4-hier), `fast` on c4-large, c4-ent
-    /// and c5-persons.
+    /// off; HiTaS up to 20,000 cells and up to 30,000 when at most 12,000 are primary
+    /// (c4-hier), `fast` on c4-large, c4-ent and c5-persons.
     #[test]
     fn auto_weighs_size_and_primaries() {
         for singleton in [false, true] {
