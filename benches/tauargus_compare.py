@@ -449,9 +449,8 @@ def tau_safety(spec: dict) -> str:
 def opt_bound(sta: Path) -> dict | None:
     """tau-Argus OPT's own result from its statistics file (`cspSCIP.sta`, one header line and
     one line of figures per solve): the pattern's cost `opt`, the best lower bound `lb` its
-    branch and cut proved, in the same (integer-scaled) cost units, and its `nodes`. Why: an
-    `OPT` spec without a time (`OPT(1)`) runs with a zero time limit — the engine's heuristic
-    and one node — so its pattern is not an optimum, and only its bound says how far it is."""
+    branch and cut proved, in the same (integer-scaled) cost units, and its `nodes`: how far
+    from an optimum its pattern is (see the module doc on `OPT(1)`)."""
     try:
         lines = [ln.split() for ln in sta.read_text().splitlines() if ln.strip()]
     except OSError:
