@@ -25,6 +25,41 @@ fn recovers(p: &Problem, r: usize, s: u32, t: u32) -> bool {
     !(s == total || (t == total && p.freq[t as usize] <= 1))
 }
 
+/// Cells whose publication may break the singleton rule elsewhere: some relation through the
+/// cell holds a sensitive cell and a singleton that recovers it ([`recovers`]), both other
+/// cells. Why it matters: a secondary alone in a relation is known, and dropping it keeps
+/// every attacker interval, so the exact master may require a partner for it (a valid row for
+/// some optimal pattern) — unless dropping it leaves such a pair alone in a relation.
+pub(crate) fn exposed(p: &Problem) -> Vec<bool> {
+    let mut out = vec![false; p.n()];
+    for r in 0..p.rel.len() {
+        let singletons: Vec<u32> = p.rel.members(r).filter(|&m| p.freq[m as usize] == 1).collect();
+        if singletons.is_empty() {
+            continue;
+        }
+        let sensitive: Vec<u32> = p.rel.members(r).filter(|m| p.sens_of.contains_key(m)).collect();
+        // A cell is exposed unless it is in every recovering pair: the pairs' common cells.
+        let mut common: Option<Vec<u32>> = None;
+        'pairs: for &s in &singletons {
+            for &t in &sensitive {
+                if s != t && recovers(p, r, s, t) {
+                    let c = common.get_or_insert_with(|| vec![s, t]);
+                    c.retain(|&m| m == s || m == t);
+                    if c.is_empty() {
+                        break 'pairs;
+                    }
+                }
+            }
+        }
+        if let Some(c) = common {
+            for m in p.rel.members(r).filter(|m| !c.contains(m)) {
+                out[m as usize] = true;
+            }
+        }
+    }
+    out
+}
+
 /// Violation of relation `r` under `sup`: `Some(sensitive cell)` when broken.
 pub(crate) fn relation_violation(p: &Problem, sup: &[bool], r: usize) -> Option<usize> {
     let mut s = p.rel.members(r).filter(|&m| sup[m as usize]);
