@@ -32,22 +32,31 @@ pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
 
 /// `auto` also uses the exact method on tables above `exact::HITAS_START_CELLS` cells (2,000:
 /// where it starts from HiTaS's completed pattern, so it never publishes more than `modular`
-/// would) up to this many, when at most [`AUTO_EXACT_MAX_PRIMARIES`] of them are primary and
-/// the singleton rule is off, within the budget [`AUTO_EXACT_BUDGET`]. Why: "exact when it
+/// would) up to this many, when at most [`AUTO_EXACT_MAX_PRIMARIES`] of them are primary (up to
+/// [`AUTO_EXACT_SINGLETON_MAX_CELLS`] with the singleton rule), within the budget
+/// [`AUTO_EXACT_BUDGET`]. Why: "exact when it
 /// fits" (issue 11 item 6), and from HiTaS's start it fits there. Measured (release build,
 /// BENCHMARKS.md "Session 83"), singleton rule off: it proves the optimum of eia (5,525 cells)
 /// in 2.9 s, adult (6,333) in 21 s, c2-persons in 3.1 s, c4-persons (2,389) in 11 s and
 /// c3-persons (11,264 cells, 3,543 primary) in 91 s, where `modular` published 1.3 %, 10.3 %,
 /// 8.4 %, 0.5 % and 7.5 % more secondary value (tau-Argus OPT given five minutes proved eia
-/// only). With the singleton rule its rows make the master's cutting planes slow: on adult
-/// the LP phase alone took 90 s and the budget 383 s in all, for 8 % less value than
-/// `modular`'s 2.5 s, so the rule keeps `modular` there. The primaries keep c3-enterprises
+/// only). The primaries keep c3-enterprises
 /// (11,317 cells, 6,936 primary) with `modular`: there the exact model's cutting planes alone
 /// took minutes per round (session 29).
 pub const AUTO_EXACT_MAX_CELLS: usize = 12_000;
 
 /// See [`AUTO_EXACT_MAX_CELLS`].
 pub const AUTO_EXACT_MAX_PRIMARIES: usize = 4_000;
+
+/// [`AUTO_EXACT_MAX_CELLS`] under the singleton rule. Measured (release build, BENCHMARKS.md
+/// "Session 84"), singleton rule on: the exact search from HiTaS proves the optimum of adult in
+/// 25 s, c2-persons in 6.0 s and c4-persons in 27 s, and ends eia at a 0.3 % gap in 9.2 s, where
+/// `modular` (2.5, 1.9, 32.7 and 1.0 s) published 9.6 %, 5.5 %, 1.3 % and 1.5 % more secondary
+/// value; on c3-persons (11,264 cells) it took 206 s for 4.4 % less than `modular`'s 60 s,
+/// a third of the default limit (a slower machine would come near the hard stop), so
+/// `modular` stays there. Before the master kept its partner rows under the rule
+/// (`singleton::exposed`) adult's search took 383 s.
+pub const AUTO_EXACT_SINGLETON_MAX_CELLS: usize = 8_000;
 
 /// Master MIP solves and branch-and-bound nodes per solve of the exact method when `auto` picks
 /// it above [`AUTO_OPTIMAL_MAX_CELLS`]: work units, so the pattern is the same on every
@@ -99,10 +108,8 @@ pub fn auto_method(cells: usize, primaries: usize, singleton_rule: bool) -> Meth
 /// Whether `auto` picks the exact method from HiTaS's start, within [`AUTO_EXACT_BUDGET`]
 /// ([`AUTO_EXACT_MAX_CELLS`]).
 fn auto_exact_from_hitas(cells: usize, primaries: usize, singleton_rule: bool) -> bool {
-    !singleton_rule
-        && cells > suppress::exact::HITAS_START_CELLS
-        && cells <= AUTO_EXACT_MAX_CELLS
-        && primaries <= AUTO_EXACT_MAX_PRIMARIES
+    let max_cells = if singleton_rule { AUTO_EXACT_SINGLETON_MAX_CELLS } else { AUTO_EXACT_MAX_CELLS };
+    cells > suppress::exact::HITAS_START_CELLS && cells <= max_cells && primaries <= AUTO_EXACT_MAX_PRIMARIES
 }
 
 /// A protected table is called too detailed to publish usefully when more than this share of
@@ -376,8 +383,8 @@ mod tests {
     use super::*;
 
     /// `auto` by the suite's shapes: the exact model on small tables and, from HiTaS's start,
-    /// on those of 2,000–12,000 cells with at most 4,000 primaries when the singleton rule is
-    /// off; HiTaS up to 20,000 cells and up to 30,000 when at most 12,000 are primary
+    /// on those of 2,000–12,000 cells (8,000 with the singleton rule) with at most 4,000
+    /// primaries; HiTaS up to 20,000 cells and up to 30,000 when at most 12,000 are primary
     /// (c4-hier), `fast` on c4-large, c4-ent and c5-persons.
     #[test]
     fn auto_weighs_size_and_primaries() {
@@ -392,11 +399,16 @@ mod tests {
             assert_eq!(auto_method(101_827, 44_565, singleton), Method::Fast); // c5-persons
             assert_eq!(auto_method(30_001, 100, singleton), Method::Fast);
         }
-        // From HiTaS's start, singleton rule off only: c4-persons, adult, c3-persons.
-        for (cells, primaries) in [(2_389, 559), (6_333, 1_054), (11_264, 3_543)] {
-            assert_eq!(auto_method(cells, primaries, false), Method::Optimal, "{cells} cells");
-            assert_eq!(auto_method(cells, primaries, true), Method::Modular, "{cells} cells");
+        // From HiTaS's start: c4-persons, c2-persons, eia, adult, either rule; c3-persons with
+        // the singleton rule off only.
+        for (cells, primaries) in [(2_389, 559), (4_107, 1_161), (5_525, 156), (6_333, 1_054), (8_000, 4_000)] {
+            for singleton in [false, true] {
+                assert_eq!(auto_method(cells, primaries, singleton), Method::Optimal, "{cells} cells, {singleton}");
+            }
         }
+        assert_eq!(auto_method(11_264, 3_543, false), Method::Optimal);
+        assert_eq!(auto_method(11_264, 3_543, true), Method::Modular);
+        assert_eq!(auto_method(8_001, 3_000, true), Method::Modular);
         assert_eq!(auto_method(12_001, 3_000, false), Method::Modular);
         assert_eq!(auto_method(8_000, 4_001, false), Method::Modular);
     }
@@ -419,7 +431,8 @@ mod tests {
         };
         let (solves, nodes) = AUTO_EXACT_BUDGET;
         assert_eq!(chosen("{ method = \"auto\", singleton = false }", 6_333, 1_054), (Method::Optimal, solves, nodes));
-        assert_eq!(chosen("{ method = \"auto\" }", 6_333, 1_054), (Method::Modular, d.master_solves, d.mip_nodes));
+        assert_eq!(chosen("{ method = \"auto\" }", 6_333, 1_054), (Method::Optimal, solves, nodes));
+        assert_eq!(chosen("{ method = \"auto\" }", 11_264, 3_543), (Method::Modular, d.master_solves, d.mip_nodes));
         assert_eq!(
             chosen("{ method = \"optimal\", singleton = false }", 6_333, 1_054),
             (Method::Optimal, d.master_solves, d.mip_nodes)
