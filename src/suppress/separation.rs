@@ -21,7 +21,7 @@
 
 use rayon::prelude::*;
 
-use super::attacker::{tolerance, CompLp, Cut};
+use super::attacker::{tolerance, CompLp, Cut, Solves};
 use super::problem::{Fix, Problem};
 use super::SuppressError;
 
@@ -231,8 +231,10 @@ fn separate_run(
     done: &[[bool; 2]],
 ) -> Result<Vec<Decided>, SuppressError> {
     let (cells, rows) = &comps.comps[comps.comp_of[p.sens[run[0].0].cell as usize]];
-    let lp = CompLp::fractional_on(p, x, cells.clone(), rows.clone());
-    let mut warm = lp.warm();
+    // Built at the first target its ball does not decide: on a component of 10^5 cells (tabu's
+    // cutting planes on a 5-dimensional table) the balls decide most, and a build per run would
+    // cost more than they do.
+    let mut component: Option<(CompLp, Solves)> = None;
     let w = |c: u32| x[c as usize];
     let mut shown: Vec<(usize, usize)> = Vec::new();
     let mut out = Vec::with_capacity(run.len());
@@ -245,7 +247,12 @@ fn separate_run(
             Some(o) => o,
             None => {
                 let (t, q) = (p.sens[k].cell, need(p, k, d));
-                let (att, _) = lp.single_with(&mut warm, p, &w, t, sign(d), q, q)?;
+                let (lp, warm) = component.get_or_insert_with(|| {
+                    let lp = CompLp::fractional_on(p, x, cells.clone(), rows.clone());
+                    let warm = lp.warm();
+                    (lp, warm)
+                });
+                let (att, _) = lp.single_with(warm, p, &w, t, sign(d), q, q)?;
                 if att.value >= q - tolerance(q) {
                     Outcome::Reached(att.witness)
                 } else {
