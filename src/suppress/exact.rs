@@ -183,6 +183,20 @@ pub(crate) fn repaired<'p, 'a>(
     defer: Option<Deferral>,
     deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
+    repaired_from(p, Auditor::new(p, sup), singleton_rule, open_rounds, defer, deadline)
+}
+
+/// [`repaired`] of the pattern of `aud`, an auditor that may have checked it already (its
+/// first audit then re-uses those certificates and LPs).
+fn repaired_from<'p, 'a>(
+    p: &'p Problem<'a>,
+    aud: Auditor<'p, 'a>,
+    singleton_rule: bool,
+    open_rounds: usize,
+    defer: Option<Deferral>,
+    deadline: &Deadline,
+) -> Result<Work<'p, 'a>, SuppressError> {
+    let sup = aud.sup.clone();
     if deadline.reached() {
         // No time for the first audit, which only chooses between the open repair and the
         // closure, and takes minutes on a 100 k-cell merge that the limit cut short (HiTaS on a
@@ -190,7 +204,7 @@ pub(crate) fn repaired<'p, 'a>(
         // the closure is the quicker way to a clean pattern.
         return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
-    let mut w = Work::new(p, sup.clone());
+    let mut w = Work::with_auditor(p, aud);
     w.aud.defer_singles = defer.map(|d| DeferSingles { min_cells: d.min_cells, ..DeferSingles::ALL });
     // The repair's audits try what their batch rounds leave again in small batches, then by
     // single LPs, before deferring it to the cubes: one budget for the whole repair, so what the
@@ -675,7 +689,7 @@ fn search(
             // Repair the master's pattern into a clean one: an incumbent close to the bound long
             // before the master's pattern is clean.
             let solves = if p.n() <= MASTER_REPAIR_MAX_CELLS { opts.master_repair_solves } else { 0 };
-            if let Some(r) = repair_master_pattern(p, &mut lp, &x, solves, opts.singleton_rule, deadline)? {
+            if let Some(r) = repair_master_pattern(p, &mut lp, aud, solves, opts.singleton_rule, deadline)? {
                 let c = p.cost_of(r.sup());
                 if c < best_cost - 1e-9 {
                     (best, best_audit) = r.certified(certify, opts.singleton_rule)?;
@@ -765,17 +779,19 @@ impl Repaired<'_, '_> {
     }
 }
 
-/// The greedy repair of `x` ([`repaired`], then [`drop_repair_additions`]) if it ends clean.
+/// The greedy repair of the pattern of `aud` ([`repaired`], then [`drop_repair_additions`]) if
+/// it ends clean; `aud` may have checked the pattern already.
 fn greedy_repair<'p, 'a>(
     p: &'p Problem<'a>,
-    x: &[bool],
+    aud: Auditor<'p, 'a>,
     singleton_rule: bool,
     deadline: &Deadline,
 ) -> Result<Option<Work<'p, 'a>>, SuppressError> {
-    let Ok(mut w) = repaired(p, x.to_vec(), singleton_rule, REPAIR_OPEN_ROUNDS, None, deadline) else {
+    let x = aud.sup.clone();
+    let Ok(mut w) = repaired_from(p, aud, singleton_rule, REPAIR_OPEN_ROUNDS, None, deadline) else {
         return Ok(None);
     };
-    drop_repair_additions(&mut w, x, singleton_rule, deadline)?;
+    drop_repair_additions(&mut w, &x, singleton_rule, deadline)?;
     Ok(w.aud.check()?.is_empty().then_some(w))
 }
 
@@ -794,12 +810,13 @@ fn greedy_repair<'p, 'a>(
 fn repair_master_pattern<'p, 'a>(
     p: &'p Problem<'a>,
     lp: &mut LinearProgram,
-    x: &[bool],
+    aud: Auditor<'p, 'a>,
     solves: usize,
     singleton_rule: bool,
     deadline: &Deadline,
 ) -> Result<Option<Repaired<'p, 'a>>, SuppressError> {
-    let mut best = greedy_repair(p, x, singleton_rule, deadline)?.map(|w| Repaired::Greedy(Box::new(w)));
+    let x = aud.sup.clone();
+    let mut best = greedy_repair(p, aud, singleton_rule, deadline)?.map(|w| Repaired::Greedy(Box::new(w)));
     if solves == 0 {
         return Ok(best);
     }
@@ -809,7 +826,7 @@ fn repair_master_pattern<'p, 'a>(
         }
     };
     let mut r = lp.clone();
-    for (c, _) in r.columns.iter_mut().zip(x).filter(|(_, &s)| s) {
+    for (c, _) in r.columns.iter_mut().zip(&x).filter(|(_, &s)| s) {
         c.lower = c.upper.min(1.0);
     }
     for _ in 0..solves {
@@ -848,7 +865,7 @@ fn repair_master_pattern<'p, 'a>(
             add_cut(&mut r, cut);
             add_cut(lp, cut);
         }
-        if let Some(w) = greedy_repair(p, &y, singleton_rule, deadline)? {
+        if let Some(w) = greedy_repair(p, aud, singleton_rule, deadline)? {
             keep(&mut best, Repaired::Greedy(Box::new(w)));
         }
     }
@@ -1015,6 +1032,40 @@ mod tests {
         assert!(dropped > 0, "the closed repair adds cells these patterns do not need");
     }
 
+    /// The repair of a pattern its auditor has checked already (a master MIP's) continues from
+    /// that audit instead of auditing the pattern again: the same repaired pattern as from a
+    /// fresh auditor, and the same LPs in all — the audit's counted once, before the repair.
+    #[test]
+    fn a_checked_pattern_is_repaired_without_a_second_audit() {
+        use super::super::audit::Auditor;
+        use super::super::budget::Deadline;
+        use super::super::problem::Problem;
+        use crate::lp::{self, SolveOptions};
+        let far = Deadline::after(600.0);
+        let mut compared = 0;
+        for seed in 0..8 {
+            let t = generate(&spec(vec![vec![5], vec![4], vec![2]], 0.9, seed)).unwrap();
+            let p = Problem::from_table(&t, None);
+            let lp = super::master(&p, false, true);
+            let o = SolveOptions { mip_max_nodes: Some(200), ..Default::default() };
+            let x: Vec<bool> = lp::solve(&lp, &o).unwrap().columns.iter().map(|v| *v > 0.5).collect();
+            let mut checked = Auditor::new(&p, x.clone());
+            if checked.check().unwrap().is_empty() {
+                continue;
+            }
+            assert!(checked.lps > 0, "seed {seed}: the rejection took no LP");
+            // An offset marks the count: the repair's total shows whether it went on from it.
+            const MARK: usize = 1_000_000;
+            checked.lps += MARK;
+            let fresh = super::repaired(&p, x.clone(), false, super::REPAIR_OPEN_ROUNDS, None, &far).unwrap();
+            let reused = super::repaired_from(&p, checked, false, super::REPAIR_OPEN_ROUNDS, None, &far).unwrap();
+            assert_eq!(reused.sup(), fresh.sup(), "seed {seed}");
+            assert_eq!(reused.aud.lps, fresh.aud.lps + MARK, "seed {seed}: LPs of the repair of the checked pattern");
+            compared += 1;
+        }
+        assert!(compared >= 3, "only {compared} rejected master patterns");
+    }
+
     /// A master pattern the audit rejects (the master MIP over the static rows alone, on flat
     /// 3-dimensional tables with a 2-category variable), repaired by the master over its
     /// supersets ([`super::repair_master_pattern`]): the repair keeps every cell of the
@@ -1041,8 +1092,11 @@ mod tests {
             for f in &fails {
                 super::add_cut(&mut lp, f.cut.as_ref().unwrap());
             }
-            let greedy = super::greedy_repair(&p, &x, false, &far).unwrap().map(|w| p.cost_of(w.sup()));
-            let r = super::repair_master_pattern(&p, &mut lp, &x, 10, false, &far).unwrap().expect("a repair");
+            let greedy =
+                super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, &far).unwrap().map(|w| p.cost_of(w.sup()));
+            let r = super::repair_master_pattern(&p, &mut lp, Auditor::new(&p, x.clone()), 10, false, &far)
+                .unwrap()
+                .expect("a repair");
             let sup = r.sup().to_vec();
             assert!((0..p.n()).all(|i| !x[i] || sup[i]), "seed {seed}: the pattern is kept");
             assert!(clean(&t, &super::super::output_statuses(&p, &sup), false), "seed {seed}");
