@@ -142,6 +142,11 @@ pub struct SolveOptions {
     /// patterns are audited and repaired anyway: on the README example's table they were half
     /// of each master's 8 s (BENCHMARKS "Session 82").
     pub skip_sub_mip_heuristics: bool,
+    /// A MIP's cutoff (HiGHS's `objective_bound`): nodes whose bound reaches it are pruned, so
+    /// a solve ends [`LpError::Infeasible`] only when no solution is below it; HiGHS may still
+    /// return one above it that a heuristic found before the pruning. For searches that hold
+    /// a better solution than any start they could give.
+    pub cutoff: Option<f64>,
 }
 
 /// How a solve ended when it produced a usable answer.
@@ -474,6 +479,9 @@ fn build(lp: &LinearProgram, opts: &SolveOptions, retry: Retry) -> Result<highs:
         // (BENCHMARKS.md, "Session 81"): the README example's table 67.6 → 56.4 s and 5 % less
         // suppressed value, c3-enterprises 188 → 174 s and 0.7 % less.
         set_option(&mut model, "mip_allow_restart", false)?;
+    }
+    if let (true, Some(b)) = (mip, opts.cutoff) {
+        set_option(&mut model, "objective_bound", b)?;
     }
     if mip && opts.pseudocost_branching {
         set_option(&mut model, "mip_pscost_minreliable", 0)?;
@@ -857,6 +865,33 @@ mod tests {
         let s = solve(&lp, &master).unwrap();
         assert_eq!(s.status, LpStatus::Optimal);
         assert!((s.objective - default.objective).abs() < 1e-6, "{} against {}", s.objective, default.objective);
+    }
+
+    /// A cutoff ([`SolveOptions::cutoff`]) above the optimum of a covering MIP: the solve ends
+    /// at that optimum, and within a loose gap below the cutoff; below the optimum it ends
+    /// infeasible or at a solution not below the optimum (one a heuristic found first).
+    #[test]
+    fn a_cutoff_finds_what_is_below_it_and_nothing_below_the_optimum() {
+        let mut lp = LinearProgram::new(Direction::Minimise);
+        let v: Vec<usize> = (0..30).map(|i| lp.add_integer_column(3.0 + ((i * 7) % 11) as f64, 0.0, 1.0)).collect();
+        for r in 0..20 {
+            let cover: Vec<(usize, f64)> = (0..4).map(|k| (v[(r * 3 + k * 7) % 30], 1.0)).collect();
+            lp.add_row(2.0, f64::INFINITY, cover);
+        }
+        let opt = solve(&lp, &SolveOptions::default()).unwrap().objective;
+        let above = SolveOptions { cutoff: Some(opt + 1.0), mip_rel_gap: Some(1e-6), ..Default::default() };
+        let s = solve(&lp, &above).unwrap();
+        assert!((s.objective - opt).abs() < 1e-6, "{} against {opt}", s.objective);
+        let loose = SolveOptions { cutoff: Some(opt + 1.0), mip_rel_gap: Some(0.5), ..Default::default() };
+        assert!(solve(&lp, &loose).unwrap().objective < opt + 1.0);
+        // Below the optimum: nothing below the cutoff, so no proof of a cheaper solution —
+        // infeasible, or a solution a heuristic found above the cutoff (HiGHS keeps those).
+        let below = SolveOptions { cutoff: Some(opt - 0.5), mip_rel_gap: Some(1e-6), ..Default::default() };
+        match solve(&lp, &below) {
+            Err(LpError::Infeasible) => {}
+            Ok(s) => assert!(s.objective >= opt - 1e-6, "{} below the optimum {opt}", s.objective),
+            Err(e) => panic!("{e:?}"),
+        }
     }
 
     /// Presolve on or off ([`PRESOLVE_MIN_COLUMNS`]) changes how an LP is solved, never its

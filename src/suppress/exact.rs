@@ -626,6 +626,9 @@ fn search(
     // cuts (they are cut off anyway, so proving them optimal is wasted work), doubled up to
     // `mip_nodes` each time a clean pattern leaves the optimum unproven.
     let mut nodes = FIRST_MIP_NODES.min(opts.mip_nodes.max(1));
+    // Whether the last master's pattern failed at [`LOOSE_AFTER_FAILURES`] or more bounds: the
+    // next master then stops within [`LOOSE_MIP_GAP`] of its bound ([`LOOSE_MIP_GAP`]).
+    let mut far_from_clean = false;
     for round in 1..=opts.master_solves {
         if close(best_cost, lower) || deadline.reached() {
             break;
@@ -642,17 +645,33 @@ fn search(
                 p.cost_percent(best_cost - fixed_cost)
             )
         });
+        // A loose master looks for patterns cheaper than the incumbent only (its cutoff), so
+        // it gets no start: HiGHS would take the incumbent and stop at once, within the gap.
+        let loose = far_from_clean;
         let o = SolveOptions {
             time_limit_s: Some(deadline.left_s()),
-            mip_rel_gap: Some(1e-6),
+            mip_rel_gap: Some(if loose { LOOSE_MIP_GAP } else { 1e-6 }),
             mip_max_nodes: Some(nodes),
-            start: Some(best.iter().map(|&b| f64::from(u8::from(b))).collect()),
+            start: (!loose).then(|| best.iter().map(|&b| f64::from(u8::from(b))).collect()),
             always_presolve: false,
             pseudocost_branching: true,
             skip_sub_mip_heuristics: nodes <= LEAN_MASTER_MAX_NODES,
+            cutoff: loose.then(|| best_cost - 1e-9 * best_cost.abs().max(1.0)),
         };
         let s = match lp::solve(&lp, &o) {
             Ok(s) => s,
+            Err(lp::LpError::Infeasible) if loose => {
+                // No pattern of the master below the incumbent's cost: the master is a
+                // relaxation, so the incumbent is optimal.
+                lower = lower.max(best_cost);
+                break;
+            }
+            Err(lp::LpError::TimeLimitNoSolution) if loose && !deadline.reached() => {
+                // The node budget ended before a cheaper pattern: the next master, with the
+                // incumbent as its start, searches in full.
+                far_from_clean = false;
+                continue;
+            }
             Err(lp::LpError::Infeasible) => return Err(infeasible("the master problem has no feasible pattern")),
             Err(lp::LpError::TimeLimitNoSolution) => {
                 // The node budget or the hard stop, before an incumbent: keep the fallback.
@@ -680,6 +699,7 @@ fn search(
             p.cost_percent(lower),
             fails.len()
         ));
+        far_from_clean = fails.len() >= LOOSE_AFTER_FAILURES;
         if !fails.is_empty() {
             // The master learns the cuts of this pattern's failures before its repair, which
             // may solve the master over the pattern's supersets ([`repair_master_pattern`]).
@@ -704,6 +724,10 @@ fn search(
             (best, best_audit) = Repaired::Master(x, Box::new(aud)).certified(certify, opts.singleton_rule)?;
             best_cost = c;
         }
+        if loose {
+            // Clean, but only within the loose gap: the next master, tight, proves or improves it.
+            continue;
+        }
         if s.status == LpStatus::Optimal {
             lower = lower.max(s.objective.min(best_cost));
             break; // proven
@@ -716,6 +740,16 @@ fn search(
     let lb = lower.is_finite().then(|| (lower - fixed_cost).max(0.0));
     Ok((best, lb, best_audit))
 }
+
+/// A master pattern failing at this many bounds or more is far from what the optimum needs:
+/// its successor stops at [`LOOSE_MIP_GAP`] instead of proving its own optimum, which the next
+/// audit would mostly reject again. Why: on Adult (singleton rule off) the masters after the
+/// first failed at 96, 38 and 18 bounds, each after ~160 nodes (2.5 of its 3 s) proving an
+/// optimum 0.4 % above the root's bound; stopped there, they take ~1 s (BENCHMARKS "Session 85").
+const LOOSE_AFTER_FAILURES: usize = 10;
+
+/// The relative MIP gap of those masters.
+const LOOSE_MIP_GAP: f64 = 0.01;
 
 /// Master MIPs of at most this many nodes run without HiGHS's RINS and RENS
 /// ([`SolveOptions::skip_sub_mip_heuristics`]). Why: within a budget of a few nodes the root is
@@ -843,6 +877,7 @@ fn repair_master_pattern<'p, 'a>(
             // Kept: skipping RINS and RENS here too gave the README example's table the same
             // pattern, skipping them here alone a 5.4 % dearer one (BENCHMARKS "Session 82").
             skip_sub_mip_heuristics: false,
+            cutoff: None,
         };
         let Ok(s) = lp::solve(&r, &o) else { break };
         let y: Vec<bool> = s.columns.iter().map(|v| *v > 0.5).collect();
