@@ -256,18 +256,17 @@ fn separate_run(
                     // level its solution reaches needs no LP of its own. Only reachable targets
                     // are shown, so the cuts are those of the single LPs alone.
                     let batch = batch_targets(p, &run[at..], done, &shown);
-                    if batch.len() > 1 {
-                        let z = lp.batch_with(&mut warm, &batch, &[])?;
+                    let z = if batch.len() > 1 { Some(lp.batch_with(&mut warm, &batch, &[])?) } else { None };
+                    component = Some((lp, warm));
+                    if let Some(z) = z {
                         let by_batch = reached_by(p, &z);
-                        if by_batch.contains(&(k, d)) {
-                            shown.extend(by_batch);
-                            component = Some((lp, warm));
+                        let this_one = by_batch.contains(&(k, d));
+                        shown.extend(by_batch);
+                        if this_one {
                             out.push(((k, d), Outcome::Reached(z)));
                             continue;
                         }
-                        shown.extend(by_batch);
                     }
-                    component = Some((lp, warm));
                 }
                 let (lp, warm) = component.as_mut().expect("built above");
                 let (att, _) = lp.single_with(warm, p, &w, t, sign(d), q, q)?;
