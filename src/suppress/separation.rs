@@ -42,6 +42,21 @@ const BALL: (usize, usize) = (3, 250);
 const RUN: usize = 8;
 const WAVE_RUNS: usize = 4;
 
+/// Which duals give a short target's cut in a hot-started run ([`separate_run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CutDuals {
+    /// A solve from scratch: the hot-started solve's duals are as optimal, but other ones (the
+    /// attacker LP is degenerate) and gave weaker cuts where the master lives on them: on the
+    /// README example's table the bound rose more slowly and HiTaS's subtable (masters of 10
+    /// nodes) ended 58 % dearer.
+    Cold,
+    /// The hot-started solve's own: valid as any duals are (module doc), and one LP instead of
+    /// two per short target. For masters that branch, whose patterns' audits add cuts from
+    /// scratch anyway: the same proven optima on the suite, c3-persons' cutting planes 16.4 →
+    /// 11.8 s, Adult's run 14.3 → 12.1 s (BENCHMARKS "Session 86").
+    Hot,
+}
+
 /// Direction sign of direction index `d` (0 = down, 1 = up).
 fn sign(d: usize) -> f64 {
     if d == 0 {
@@ -218,8 +233,8 @@ fn by_ball(p: &Problem, x: &[f64], k: usize, d: usize) -> Result<Option<Outcome>
 /// an attacker solution found earlier in the run) gets its ball LP if the component is large,
 /// then the component LP, hot-started from the run's previous solve. Why runs: the component LP
 /// is built once per run instead of once per target, and a hot start re-solves it after a
-/// change of one column's cost and bound; only a target it leaves short is solved again from
-/// scratch, for its cut. Measured on c4-persons, singleton rule on, one thread: 2.0–2.5 s a
+/// change of one column's cost and bound; with [`CutDuals::Cold`] a target it leaves short is
+/// solved again from scratch, for its cut. Measured on c4-persons, singleton rule on, one thread: 2.0–2.5 s a
 /// round when every target built and solved its LP from scratch, 0.4–1.8 s in runs (the master
 /// LP: 0.05 s). When the component LP is built, one batch LP first maximises the run's targets
 /// left together, each capped at its level; the levels it reaches need no single LP
@@ -231,6 +246,7 @@ fn separate_run(
     comps: &Components,
     run: &[(usize, usize)],
     done: &[[bool; 2]],
+    duals: CutDuals,
 ) -> Result<Vec<Decided>, SuppressError> {
     let (cells, rows) = &comps.comps[comps.comp_of[p.sens[run[0].0].cell as usize]];
     // Built at the first target its ball does not decide: on a component of 10^5 cells (tabu's
@@ -269,15 +285,14 @@ fn separate_run(
                     }
                 }
                 let (lp, warm) = component.as_mut().expect("built above");
-                let (att, _) = lp.single_with(warm, p, &w, t, sign(d), q, q)?;
+                let (att, hot_cut) = lp.single_with(warm, p, &w, t, sign(d), q, q)?;
                 if att.value >= q - tolerance(q) {
                     Outcome::Reached(att.witness)
                 } else {
-                    // Short: the cut from a solve from scratch. The hot-started solve's duals are
-                    // as optimal but other ones (the LP is degenerate), and gave weaker cuts:
-                    // on the README example's table the bound rose more slowly and HiTaS's
-                    // subtable ended 58 % dearer.
-                    let (_, cut) = lp.single(p, &w, t, sign(d), q, q)?;
+                    let cut = match duals {
+                        CutDuals::Hot => hot_cut,
+                        CutDuals::Cold => lp.single(p, &w, t, sign(d), q, q)?.1,
+                    };
                     match cut.map(|c| c.capped(q)) {
                         Some(c) if violated(&c, x) => Outcome::Cut(c),
                         _ => Outcome::Nothing,
@@ -331,9 +346,14 @@ fn reached_by(p: &Problem, z: &[(u32, f64)]) -> Vec<(usize, usize)> {
 }
 
 /// Capacity cuts violated by the fractional pattern `x`, at most one per sensitive cell and
-/// direction, in a deterministic order; `stop` is asked between waves (a hard stop: the cuts
-/// found so far are returned).
-pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Result<Vec<Cut>, SuppressError> {
+/// direction, in a deterministic order, from the `duals` chosen; `stop` is asked between waves
+/// (a hard stop: the cuts found so far are returned).
+pub(crate) fn separate(
+    p: &Problem,
+    x: &[f64],
+    duals: CutDuals,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<Cut>, SuppressError> {
     let comps = components(p, x);
     // A target whose cell is off the support cannot move: every level is violated there, and
     // only the master's rows (sensitive cells are fixed at 1) could cause it; skip. The others
@@ -377,7 +397,7 @@ pub(crate) fn separate(p: &Problem, x: &[f64], stop: &dyn Fn() -> bool) -> Resul
             }
         }
         let res: Vec<Vec<Decided>> =
-            wave.par_iter().map(|run| separate_run(p, x, &comps, run, &done)).collect::<Result<_, _>>()?;
+            wave.par_iter().map(|run| separate_run(p, x, &comps, run, &done, duals)).collect::<Result<_, _>>()?;
         for ((k, d), o) in res.into_iter().flatten() {
             done[k][d] = true;
             match o {
@@ -422,6 +442,25 @@ mod tests {
         generate(&SynthSpec { dims, density, mean_freq: 3.0, min_freq: 3, protection: 0.15, seed }).unwrap()
     }
 
+    /// A random fractional pattern of `p`: sensitive cells at 1, about 30 % of the others at 0,
+    /// the rest uniform in (0.3, 1).
+    fn fractional(p: &Problem, seed: u64) -> Vec<f64> {
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..p.n())
+            .map(|i| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let r = (state >> 33) as f64 / (1u64 << 31) as f64;
+                if p.sens_of.contains_key(&(i as u32)) {
+                    1.0
+                } else if r < 0.3 {
+                    0.0
+                } else {
+                    r
+                }
+            })
+            .collect()
+    }
+
     /// The runs' shortcuts (a batch LP per run, a target shown by another's solution) never
     /// change the cuts: at random fractional patterns `separate` returns exactly the cuts of one
     /// attacker LP per target solved alone on its component (components under [`BALL_FIRST`]
@@ -435,20 +474,7 @@ mod tests {
             if p.sens.is_empty() {
                 continue;
             }
-            let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let x: Vec<f64> = (0..p.n())
-                .map(|i| {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    let r = (state >> 33) as f64 / (1u64 << 31) as f64;
-                    if p.sens_of.contains_key(&(i as u32)) {
-                        1.0
-                    } else if r < 0.3 {
-                        0.0
-                    } else {
-                        r
-                    }
-                })
-                .collect();
+            let x = fractional(&p, seed);
             let comps = components(&p, &x);
             assert!(comps.comps.iter().all(|c| c.0.len() <= BALL_FIRST), "seed {seed}: a ball would be tried");
             let w = |c: u32| x[c as usize];
@@ -473,11 +499,63 @@ mod tests {
             }
             alone.sort_by(|a, b| cut_key(a).partial_cmp(&cut_key(b)).unwrap_or(std::cmp::Ordering::Equal));
             alone.dedup();
-            let cuts = separate(&p, &x, &|| false).unwrap();
+            let cuts = separate(&p, &x, CutDuals::Cold, &|| false).unwrap();
             assert_eq!(cuts, alone, "seed {seed}");
             compared += usize::from(!cuts.is_empty());
         }
         assert!(compared >= 3, "only {compared} patterns with cuts");
+    }
+
+    /// Every protecting pattern of `t` (its problem `p`), by the independent audit (attacker LPs
+    /// only, exact intervals), over at most 12 free cells.
+    fn protecting_patterns(t: &Table, p: &Problem) -> Vec<Vec<bool>> {
+        use crate::suppress::{audit, AuditOptions};
+        let free: Vec<usize> = (0..p.n()).filter(|&i| p.fix[i] == Fix::Free).collect();
+        assert!(free.len() <= 12, "{} free cells: too many to enumerate", free.len());
+        let o = AuditOptions { exact_intervals: true, lp_only: true };
+        (0..1u32 << free.len())
+            .map(|m| {
+                let mut sup: Vec<bool> = (0..p.n()).map(|i| p.fix[i] == Fix::Suppressed).collect();
+                for (b, &i) in free.iter().enumerate() {
+                    sup[i] = m >> b & 1 == 1;
+                }
+                sup
+            })
+            .filter(|sup| audit(t, &crate::suppress::output_statuses(p, sup), false, &o).unwrap().is_clean())
+            .collect()
+    }
+
+    /// Cuts from the hot-started solves' duals ([`CutDuals::Hot`]) are capacity cuts all the
+    /// same: on tiny tables, at random fractional patterns, each is violated there and holds at
+    /// every protecting pattern (enumerated), and they come where the cuts from scratch come
+    /// (whether a target falls short does not depend on the duals).
+    #[test]
+    fn hot_duals_give_valid_cuts_where_cold_ones_do() {
+        let mut with_cuts = 0;
+        for (k, dims) in
+            [vec![vec![3], vec![2]], vec![vec![2], vec![3]], vec![vec![2, 1], vec![2]]].into_iter().enumerate()
+        {
+            for seed in 0..6u64 {
+                let t = table(dims.clone(), 1.0, 10 * k as u64 + seed);
+                let p = Problem::from_table(&t, None);
+                if p.sens.is_empty() || (0..p.n()).filter(|&i| p.fix[i] == Fix::Free).count() > 12 {
+                    continue;
+                }
+                let protecting = protecting_patterns(&t, &p);
+                let x = fractional(&p, seed);
+                let hot = separate(&p, &x, CutDuals::Hot, &|| false).unwrap();
+                let cold = separate(&p, &x, CutDuals::Cold, &|| false).unwrap();
+                assert_eq!(hot.is_empty(), cold.is_empty(), "{dims:?} seed {seed}");
+                for c in &hot {
+                    assert!(violated(c, &x), "{dims:?} seed {seed}: {c:?}");
+                    for sup in &protecting {
+                        assert!(c.lhs(sup) >= c.rhs - tolerance(c.rhs), "{dims:?} seed {seed}: cuts off {sup:?}");
+                    }
+                }
+                with_cuts += usize::from(!hot.is_empty() && !protecting.is_empty());
+            }
+        }
+        assert!(with_cuts >= 4, "only {with_cuts} patterns with cuts");
     }
 
     /// Every single-relation row holds at every pattern the audit accepts, and the
@@ -497,9 +575,9 @@ mod tests {
             for c in relation_cuts(&p) {
                 assert!(c.lhs(&sup) >= c.rhs - tolerance(c.rhs), "seed {seed}: {c:?}");
             }
-            assert!(separate(&p, &x, &|| false).unwrap().is_empty(), "seed {seed}");
+            assert!(separate(&p, &x, CutDuals::Cold, &|| false).unwrap().is_empty(), "seed {seed}");
             let bare: Vec<f64> = p.initial().iter().map(|&s| f64::from(u8::from(s))).collect();
-            let cuts = separate(&p, &bare, &|| false).unwrap();
+            let cuts = separate(&p, &bare, CutDuals::Cold, &|| false).unwrap();
             assert!(!cuts.is_empty(), "seed {seed}");
             for c in &cuts {
                 assert!(c.lhs(&sup) >= c.rhs - tolerance(c.rhs), "seed {seed}: a cut cuts off a protecting pattern");
