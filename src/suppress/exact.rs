@@ -5,7 +5,9 @@
 //! Phases. (1) The fast method's pattern: the incumbent, and a start for every master MIP.
 //! (2) Cutting planes on the master's LP relaxation: violated capacity cuts are separated
 //! component by component of the fractional support, in parallel ([`super::separation`]),
-//! until none is violated or the bound tails off; this LP bound is a valid lower bound.
+//! until none is violated or the bound tails off (before masters that branch, also when a
+//! round stalls against the incumbent: `STALLED_SHARE_OF_GAP`); this LP bound is a valid
+//! lower bound.
 //! (3) Branch and cut by re-solves: the master MIP (HiGHS, from the incumbent) → audit its
 //! pattern → add the violated capacity cut of every under-protected (cell, direction) → repeat
 //! until the pattern is clean (then it is optimal: the master is a relaxation), the budgets run
