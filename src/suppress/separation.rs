@@ -53,7 +53,7 @@ pub(crate) enum CutDuals {
     /// The hot-started solve's own: valid as any duals are (module doc), and one LP instead of
     /// two per short target. For masters that branch, whose patterns' audits add cuts from
     /// scratch anyway: the same proven optima on the suite, c3-persons' cutting planes 16.4 →
-    /// 11.8 s, Adult's run 14.3 → 12.1 s (BENCHMARKS "Session 86").
+    /// 11.6 s, Adult's run 14.4 → 12.0 s (BENCHMARKS "Session 86").
     Hot,
 }
 
@@ -234,9 +234,9 @@ fn by_ball(p: &Problem, x: &[f64], k: usize, d: usize) -> Result<Option<Outcome>
 /// then the component LP, hot-started from the run's previous solve. Why runs: the component LP
 /// is built once per run instead of once per target, and a hot start re-solves it after a
 /// change of one column's cost and bound; with [`CutDuals::Cold`] a target it leaves short is
-/// solved again from scratch, for its cut. Measured on c4-persons, singleton rule on, one thread: 2.0–2.5 s a
-/// round when every target built and solved its LP from scratch, 0.4–1.8 s in runs (the master
-/// LP: 0.05 s). When the component LP is built, one batch LP first maximises the run's targets
+/// solved again from scratch, for its cut. Measured on c4-persons, singleton rule on, one
+/// thread: 2.0–2.5 s a round when every target built and solved its LP from scratch, 0.4–1.8 s
+/// in runs (the master LP: 0.05 s). When the component LP is built, one batch LP first maximises the run's targets
 /// left together, each capped at its level; the levels it reaches need no single LP
 /// (c3-persons: ~500 hot-started single LPs a round at ~10 ms each; its LP phase 22.3 → 19.7 s).
 /// Its outcomes depend only on the run's composition, never on the thread that runs it.
