@@ -984,14 +984,14 @@ mod tests {
         for seed in 0..16 {
             let t = generate(&spec(vec![vec![4, 3], vec![3, 2], vec![2]], 0.6, seed)).unwrap();
             let p = Problem::from_table(&t, None);
-            let loop_ = |rounds: usize, shortcuts: Shortcuts| {
+            let cutting_planes = |rounds: usize, shortcuts: Shortcuts| {
                 let mut lp = master(&p, false, true);
                 let (_, bound) = strengthen_bound(&p, &mut lp, rounds, shortcuts, &deadline).unwrap();
                 (lp.rows.len(), bound)
             };
-            let two = loop_(2, Shortcuts::NONE);
-            assert_eq!(loop_(100, far), two, "seed {seed}");
-            longer += usize::from(loop_(100, Shortcuts::NONE).0 > two.0);
+            let two = cutting_planes(2, Shortcuts::NONE);
+            assert_eq!(cutting_planes(100, far), two, "seed {seed}");
+            longer += usize::from(cutting_planes(100, Shortcuts::NONE).0 > two.0);
         }
         assert!(longer >= 2, "only {longer} tables with cuts after the second round");
     }

@@ -236,10 +236,10 @@ fn by_ball(p: &Problem, x: &[f64], k: usize, d: usize) -> Result<Option<Outcome>
 /// change of one column's cost and bound; with [`CutDuals::Cold`] a target it leaves short is
 /// solved again from scratch, for its cut. Measured on c4-persons, singleton rule on, one
 /// thread: 2.0–2.5 s a round when every target built and solved its LP from scratch, 0.4–1.8 s
-/// in runs (the master LP: 0.05 s). When the component LP is built, one batch LP first maximises the run's targets
-/// left together, each capped at its level; the levels it reaches need no single LP
-/// (c3-persons: ~500 hot-started single LPs a round at ~10 ms each; its LP phase 22.3 → 19.7 s).
-/// Its outcomes depend only on the run's composition, never on the thread that runs it.
+/// in runs (the master LP: 0.05 s). When the component LP is built, one batch LP first
+/// maximises the run's targets left together, each capped at its level; the levels it reaches
+/// need no single LP (c3-persons: ~500 hot-started single LPs a round at ~10 ms each; its LP
+/// phase 22.3 → 19.7 s). Its outcomes depend only on the run's composition, never on the thread that runs it.
 fn separate_run(
     p: &Problem,
     x: &[f64],
