@@ -1196,9 +1196,26 @@ mod tests {
         assert!(compared >= 3, "only {compared} rejected master patterns");
     }
 
-    /// A master pattern the audit rejects (the master MIP over the static rows alone, on flat
-    /// 3-dimensional tables with a 2-category variable), repaired by the master over its
-    /// supersets ([`super::repair_master_pattern`]): the repair keeps every cell of the
+    /// Flat 3-dimensional table `seed` (with a 2-category variable) and the master MIP's
+    /// pattern over the static rows alone, when the audit rejects it (`None` when clean).
+    fn rejected_master_pattern(seed: u64) -> Option<(Table, Vec<bool>)> {
+        use super::super::audit::Auditor;
+        use super::super::problem::Problem;
+        use crate::lp::{self, SolveOptions};
+        let t = generate(&spec(vec![vec![5], vec![4], vec![2]], 0.9, seed)).unwrap();
+        let (x, clean) = {
+            let p = Problem::from_table(&t, None);
+            let o = SolveOptions { mip_max_nodes: Some(200), ..Default::default() };
+            let lp = super::master(&p, false, true);
+            let x: Vec<bool> = lp::solve(&lp, &o).unwrap().columns.iter().map(|v| *v > 0.5).collect();
+            let clean = Auditor::new(&p, x.clone()).check().unwrap().is_empty();
+            (x, clean)
+        };
+        (!clean).then_some((t, x))
+    }
+
+    /// A master pattern the audit rejects ([`rejected_master_pattern`]), repaired by the master
+    /// over its supersets ([`super::repair_master_pattern`]): the repair keeps every cell of the
     /// pattern, passes an independent audit, never costs more than the greedy repair alone, and
     /// on some of these tables costs less.
     #[test]
@@ -1206,20 +1223,13 @@ mod tests {
         use super::super::audit::Auditor;
         use super::super::budget::Deadline;
         use super::super::problem::Problem;
-        use crate::lp::{self, SolveOptions};
         let far = Deadline::after(600.0);
         let (mut repaired, mut cheaper) = (0, 0);
         for seed in 0..12 {
-            let t = generate(&spec(vec![vec![5], vec![4], vec![2]], 0.9, seed)).unwrap();
+            let Some((t, x)) = rejected_master_pattern(seed) else { continue };
             let p = Problem::from_table(&t, None);
             let mut lp = super::master(&p, false, true);
-            let o = SolveOptions { mip_max_nodes: Some(200), ..Default::default() };
-            let x: Vec<bool> = lp::solve(&lp, &o).unwrap().columns.iter().map(|v| *v > 0.5).collect();
-            let fails = Auditor::new(&p, x.clone()).check().unwrap();
-            if fails.is_empty() {
-                continue;
-            }
-            for f in &fails {
+            for f in &Auditor::new(&p, x.clone()).check().unwrap() {
                 super::add_cut(&mut lp, f.cut.as_ref().unwrap());
             }
             let greedy = super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, true, &far)
@@ -1251,18 +1261,11 @@ mod tests {
         use super::super::audit::Auditor;
         use super::super::budget::Deadline;
         use super::super::problem::Problem;
-        use crate::lp::{self, SolveOptions};
         let far = Deadline::after(600.0);
         let (mut repaired, mut dearer) = (0, 0);
         for seed in 0..12 {
-            let t = generate(&spec(vec![vec![5], vec![4], vec![2]], 0.9, seed)).unwrap();
+            let Some((t, x)) = rejected_master_pattern(seed) else { continue };
             let p = Problem::from_table(&t, None);
-            let lp = super::master(&p, false, true);
-            let o = SolveOptions { mip_max_nodes: Some(200), ..Default::default() };
-            let x: Vec<bool> = lp::solve(&lp, &o).unwrap().columns.iter().map(|v| *v > 0.5).collect();
-            if Auditor::new(&p, x.clone()).check().unwrap().is_empty() {
-                continue;
-            }
             let repair = |drop_trials: bool| {
                 super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, drop_trials, &far)
                     .unwrap()
