@@ -239,7 +239,8 @@ fn by_ball(p: &Problem, x: &[f64], k: usize, d: usize) -> Result<Option<Outcome>
 /// in runs (the master LP: 0.05 s). When the component LP is built, one batch LP first
 /// maximises the run's targets left together, each capped at its level; the levels it reaches
 /// need no single LP (c3-persons: ~500 hot-started single LPs a round at ~10 ms each; its LP
-/// phase 22.3 → 19.7 s). Its outcomes depend only on the run's composition, never on the thread that runs it.
+/// phase 22.3 → 19.7 s). Its outcomes depend only on the run's composition, never on the
+/// thread that runs it.
 fn separate_run(
     p: &Problem,
     x: &[f64],
