@@ -31,7 +31,7 @@ pub struct TableTask {
     /// `Modular`, `Tabu` and `Optimal` only: the merged pattern of the exact subtable solves
     /// (over the single table's cells), to complete, clean up and audit (`Modular`) or to
     /// start the tabu search or the exact search from (`Tabu`, `Optimal` above
-    /// `exact::HITAS_START_CELLS` cells).
+    /// `exact::HITAS_START_CELLS` cells unless `exact::starts_fast`).
     pub merged: Option<Vec<bool>>,
 }
 
