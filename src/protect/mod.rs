@@ -31,9 +31,9 @@ pub use apriori::{
 pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
 
 /// `auto` also uses the exact method on tables above `exact::HITAS_START_CELLS` cells (2,000:
-/// where it never publishes more than `modular` would — it starts from HiTaS's completed
-/// pattern, or up to `exact::FAST_START_MAX_CELLS` from the fast one and falls back on
-/// `modular`'s pattern when unproven) up to this many, when at most
+/// where it never publishes more than `modular` would — it starts from the fast pattern
+/// (`exact::starts_fast`) and falls back on `modular`'s pattern when unproven) up to this
+/// many, when at most
 /// [`AUTO_EXACT_MAX_PRIMARIES`] of them are primary (up to
 /// [`AUTO_EXACT_SINGLETON_MAX_CELLS`] with the singleton rule), within the budget
 /// [`AUTO_EXACT_BUDGET`]. Why: "exact when it

@@ -114,7 +114,7 @@ const STALLED_SHARE_OF_GAP: f64 = 0.01;
 
 /// The gap [`STALLED_SHARE_OF_GAP`] is taken of, at most this share of the bound. Why: the gap
 /// to the incumbent stands for how far the bound may still rise, and a poor incumbent
-/// overstates it — `auto`'s fast start below 8,000 cells is 2–10 times the optimum, so the
+/// overstates it — `auto`'s fast start ([`FAST_START_MAX_CELLS`]) is 2–10 times the optimum, so the
 /// second round's rise looked small and ended the loop, leaving the masters the cuts: EIA
 /// 2.12 → 1.23 s (three rounds, two masters instead of three), Adult 10.41 → 8.70 s, medians of
 /// 3, the same costs; c4-persons 1.86 → 2.0 s; HiTaS's incumbents (c3-persons, 7 % above the
@@ -576,8 +576,10 @@ pub(crate) const HITAS_START_CELLS: usize = FAST_CLEANUP_CELLS;
 /// files: c2-persons (4,107 cells) 1.85 → 1.29 s, c4-persons (2,389) 4.36 → 1.87 s; under the
 /// singleton rule 4.52 → 2.72 s, 20.8 → 4.8 s and adult (6,333) 20.7 → 17.8 s; EIA and adult
 /// without the rule alike. On c3-persons (11,264 cells) the fast start is twice the optimum
-/// and the search took 39.0 s instead of 31.4 s.
-pub(crate) const FAST_START_MAX_CELLS: usize = 8_000;
+/// and the search took 39.0 s instead of 31.4 s, until the stall rule's gap was capped
+/// ([`STALL_GAP_CAP`]): since then 30.0 s against 32.1 s (medians of 3 and 2), another optimal
+/// pattern, so the limit is `auto`'s whole exact range (`protect::AUTO_EXACT_MAX_CELLS`).
+pub(crate) const FAST_START_MAX_CELLS: usize = 12_000;
 
 /// See [`FAST_START_MAX_CELLS`]: the budget that leaves the fallback its time. An explicit
 /// `optimal` (500 master solves) runs to its limit when it cannot prove, so it keeps HiTaS's
