@@ -30,15 +30,14 @@ pub use apriori::{
 /// node budget bounds the rest.
 pub const AUTO_OPTIMAL_MAX_CELLS: usize = 600;
 
-/// `auto` also uses the exact method on tables above `exact::HITAS_START_CELLS` cells (2,000:
-/// where it never publishes more than `modular` would — it starts from the fast pattern
-/// (`exact::starts_fast`) and falls back on `modular`'s pattern when unproven) up to this
-/// many, when at most
-/// [`AUTO_EXACT_MAX_PRIMARIES`] of them are primary (up to
+/// `auto` also uses the exact method on tables above `exact::HITAS_START_CELLS` cells (2,000)
+/// up to this many, when at most [`AUTO_EXACT_MAX_PRIMARIES`] of them are primary (up to
 /// [`AUTO_EXACT_SINGLETON_MAX_CELLS`] with the singleton rule), within the budget
-/// [`AUTO_EXACT_BUDGET`]. Why: "exact when it
-/// fits" (issue 11 item 6), and from HiTaS's start it fits there. Measured (release build,
-/// BENCHMARKS.md "Session 83"), singleton rule off: it proves the optimum of eia (5,525 cells)
+/// [`AUTO_EXACT_BUDGET`]; it never publishes more than `modular` would: it starts from the fast
+/// pattern (`exact::starts_fast`) and falls back on `modular`'s pattern when unproven. Why:
+/// "exact when it fits" (issue 11 item 6), and within that budget it fits there. Measured
+/// (release build, BENCHMARKS.md "Session 83", then from HiTaS's start; the fast start is
+/// faster still, "Session 88"), singleton rule off: it proves the optimum of eia (5,525 cells)
 /// in 2.9 s, adult (6,333) in 21 s, c2-persons in 3.1 s, c4-persons (2,389) in 11 s and
 /// c3-persons (11,264 cells, 3,543 primary) in 91 s, where `modular` published 1.3 %, 10.3 %,
 /// 8.4 %, 0.5 % and 7.5 % more secondary value (tau-Argus OPT given five minutes proved eia
