@@ -880,7 +880,9 @@ fn search(
             Err(source) => return Err(SuppressError::Lp { context: "master MIP".into(), source }),
         };
         if s.dual_bound.is_finite() {
-            lower = lower.max(s.dual_bound.min(s.objective));
+            // Never above the incumbent: a master with a cutoff or fixings bounds only the
+            // patterns cheaper than it (the rest cost at least as much).
+            lower = lower.max(s.dual_bound.min(s.objective).min(best_cost));
         }
         let x: Vec<bool> = s.columns.iter().map(|v| *v > 0.5).collect();
         let mut aud = Auditor::new(p, x.clone());
