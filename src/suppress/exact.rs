@@ -247,7 +247,7 @@ fn strengthen_bound(
 /// bound costs `L + |d_j| ≥` the incumbent's cost is at that minimising bound in every cheaper
 /// pattern, so the master may fix it there. Why: HiGHS's presolve and root LP take much of a
 /// master's time (BENCHMARKS "Session 90") and HiGHS fixes by reduced cost only after its root
-/// LP; once a repaired incumbent is close to the LP bound, 10–20 % of the columns leave before
+/// LP; once a repaired incumbent is close to the LP bound, 5–30 % of the columns leave before
 /// its presolve (Adult 9.3 → 7.5 s, c2-persons 1.7 → 1.4 s, medians of 3, the same costs;
 /// BENCHMARKS "Session 91"). Nothing is trusted from the solver: `L` and `d` are recomputed
 /// here from the duals, clamped to `y ≥ 0`, so the fixings hold whatever HiGHS's accuracy.
