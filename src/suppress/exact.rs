@@ -285,13 +285,16 @@ impl ReducedCosts {
     /// in the sums from fixing a column a pattern just below the cutoff needs.
     fn fixed(&self, lp: &LinearProgram, cutoff: f64) -> Option<(LinearProgram, usize)> {
         let slack = cutoff - self.value - 1e-9 * cutoff.abs().max(1.0);
+        if slack < 0.0 {
+            return None;
+        }
         let fix: Vec<usize> = (0..lp.columns.len())
             .filter(|&j| {
                 let c = &lp.columns[j];
                 c.lower < c.upper && self.reduced[j].abs() * (c.upper - c.lower) > slack
             })
             .collect();
-        if fix.is_empty() || slack < 0.0 {
+        if fix.is_empty() {
             return None;
         }
         let mut out = lp.clone();
@@ -864,7 +867,7 @@ fn search(
                 loose_next = false;
                 continue;
             }
-            Err(lp::LpError::TimeLimitNoSolution) if cut_off && !deadline.reached() && nodes < opts.mip_nodes => {
+            Err(lp::LpError::TimeLimitNoSolution) if fixed > 0 && !deadline.reached() && nodes < opts.mip_nodes => {
                 // A tight master, fixed, found nothing cheaper within its nodes: as one started
                 // from the incumbent that returns it, the next gets more nodes.
                 nodes = (nodes * 4).min(opts.mip_nodes);
