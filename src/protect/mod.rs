@@ -66,6 +66,14 @@ pub const AUTO_EXACT_SINGLETON_MAX_CELLS: usize = 8_000;
 /// nodes; the explicit `optimal` keeps its own larger budget.
 pub const AUTO_EXACT_BUDGET: (usize, usize) = (10, 500);
 
+/// The gap on the secondary cost at which that search stops (`ProtectOptions::secondary_gap`):
+/// a clean pattern within 0.1 % of its proven bound is published with that gap instead of being
+/// proven optimal; the explicit `optimal` proves. The same share below which a search from the
+/// fast start counts as proven (`exact::PROVEN_SECONDARY_GAP`), so stopping there never sends
+/// `auto` on to `modular`. Why: the proof is what the last master of a search spends most of
+/// its time on, for a pattern it usually holds already (BENCHMARKS.md, "Session 92").
+pub const AUTO_EXACT_GAP: f64 = suppress::exact::PROVEN_SECONDARY_GAP;
+
 /// `auto` uses `modular` up to this many cells (and above, see
 /// [`AUTO_MODULAR_LARGE_MAX_CELLS`]). Measured: `modular` halved `fast`'s secondary cost on
 /// 2,552 and 7,653 cells (3.5e9 vs 6.6e9, 7.9e9 vs 16.1e9) but took 3.4-6.6× its time (6.7 s vs
@@ -224,9 +232,11 @@ fn solver_options(t: &TableJob, cells: usize, primaries: usize) -> Result<Protec
         }
     };
     let defaults = ProtectOptions::default();
-    let (master_solves, mip_nodes) = match t.secondary {
-        SecondaryMethod::Auto if auto_exact_from_hitas(cells, primaries, t.singleton_rule) => AUTO_EXACT_BUDGET,
-        _ => (defaults.master_solves, defaults.mip_nodes),
+    let (master_solves, mip_nodes, secondary_gap) = match t.secondary {
+        SecondaryMethod::Auto if auto_exact_from_hitas(cells, primaries, t.singleton_rule) => {
+            (AUTO_EXACT_BUDGET.0, AUTO_EXACT_BUDGET.1, AUTO_EXACT_GAP)
+        }
+        _ => (defaults.master_solves, defaults.mip_nodes, defaults.secondary_gap),
     };
     Ok(ProtectOptions {
         method,
@@ -236,6 +246,7 @@ fn solver_options(t: &TableJob, cells: usize, primaries: usize) -> Result<Protec
         cleanup_trials: t.cleanup_trials,
         master_solves,
         mip_nodes,
+        secondary_gap,
         ..defaults
     })
 }
@@ -442,6 +453,13 @@ mod tests {
             chosen("{ method = \"auto\", singleton = false }", 500, 100),
             (Method::Optimal, d.master_solves, d.mip_nodes)
         );
+        // Only `auto`'s exact range stops at a gap; an explicit `optimal` proves.
+        let gap = |secondary: &str, cells, primaries| {
+            solver_options(&table(secondary), cells, primaries).unwrap().secondary_gap
+        };
+        assert_eq!(gap("{ method = \"auto\", singleton = false }", 6_333, 1_054), AUTO_EXACT_GAP);
+        assert_eq!(gap("{ method = \"optimal\", singleton = false }", 6_333, 1_054), 0.0);
+        assert_eq!(gap("{ method = \"auto\", singleton = false }", 500, 100), 0.0);
     }
 
     /// Issue 13 item 12: infeasibility and under-protection name cells by codes, not indices.

@@ -684,6 +684,7 @@ pub(crate) fn starts_fast(cells: usize, master_solves: usize) -> bool {
 /// (its tight masters stop within [`TIGHT_MIP_GAP`] of the whole pattern's cost, which on the
 /// secondary cost alone is at most a few times more): the caller then tries `modular`. At or
 /// below it the search's bound is the one reported, without the dual ascent and Lagrangian.
+/// `auto`'s search stops at this gap (`protect::AUTO_EXACT_GAP`).
 pub(crate) const PROVEN_SECONDARY_GAP: f64 = 1e-3;
 
 /// Runs the method; returns the pattern and a lower bound on the secondary cost.
@@ -799,7 +800,12 @@ fn search(
         p.cost_percent(lower),
         lp.rows.len()
     ));
-    let close = |best_cost: f64, lower: f64| best_cost <= lower * (1.0 + opts.optimal_gap) + 1e-9 * best_cost.max(1.0);
+    // Close enough: within `optimal_gap` on the whole cost, or `secondary_gap` on the secondary
+    // cost (the gap reported).
+    let close = |best_cost: f64, lower: f64| {
+        best_cost <= lower * (1.0 + opts.optimal_gap) + 1e-9 * best_cost.max(1.0)
+            || best_cost - lower <= opts.secondary_gap * (best_cost - fixed_cost)
+    };
     // Node budget of the next master solve: small while its patterns still violate capacity
     // cuts (they are cut off anyway, so proving them optimal is wasted work), doubled up to
     // `mip_nodes` each time a clean pattern leaves the optimum unproven.
@@ -840,7 +846,11 @@ fn search(
             mip_rel_gap: Some(if loose {
                 LOOSE_MIP_GAP
             } else if branching {
-                TIGHT_MIP_GAP
+                // No tighter than the search's own gap on the secondary cost: HiGHS's gap is
+                // relative to the master's whole cost `c ≥ lower`, so `c − bound ≤ g·c` with
+                // `g = secondary_gap·(1 − fixed/lower)` keeps `c − bound ≤ secondary_gap·(c − fixed)`.
+                let share = if lower.is_finite() && lower > fixed_cost { 1.0 - fixed_cost / lower } else { 0.0 };
+                TIGHT_MIP_GAP.max(opts.secondary_gap * share)
             } else {
                 1e-6
             }),
@@ -1242,6 +1252,46 @@ mod tests {
             }
         }
         assert!(fixed_total > 0, "no column fixed on any table");
+    }
+
+    /// A search given a gap on the secondary cost (`secondary_gap`, `auto`'s exact range) ends
+    /// with a pattern within that gap of its bound on every table, the bound never above the
+    /// proven optimum; a wide gap lets some search stop above the optimum (so the gap decides
+    /// where it stops), the tight one never.
+    #[test]
+    fn a_search_stops_within_its_secondary_gap() {
+        use super::super::budget::Deadline;
+        use super::super::problem::Problem;
+        use super::super::relative_gap;
+        let deadline = Deadline::after(600.0);
+        let opts = |g: f64| ProtectOptions {
+            method: Method::Optimal,
+            singleton_rule: false,
+            // Enough master solves that the gap, not the budget, ends the searches.
+            master_solves: 100,
+            mip_nodes: 500,
+            secondary_gap: g,
+            ..Default::default()
+        };
+        let mut stopped_above = 0;
+        for seed in 0..6 {
+            let t = generate(&spec(vec![vec![3, 2], vec![3, 2], vec![2]], 0.7, seed)).unwrap();
+            let p = Problem::from_table(&t, None);
+            let fixed: f64 = (0..p.n()).filter(|&i| p.sens_of.contains_key(&(i as u32))).map(|i| p.cost[i]).sum();
+            let (proven, proven_lb) = super::run(&p, &opts(0.0), None, &deadline).unwrap();
+            let optimum = p.cost_of(&proven) - fixed;
+            assert!(proven_lb.is_some_and(|b| b <= optimum * (1.0 + 1e-9)), "seed {seed}");
+            for g in [1e-3, 0.2] {
+                let (sup, lb) = super::run(&p, &opts(g), None, &deadline).unwrap();
+                let (cost, lb) = (p.cost_of(&sup) - fixed, lb.expect("a bound"));
+                assert!(relative_gap(cost, lb) <= g + 1e-12, "seed {seed}, gap {g}: cost {cost}, bound {lb}");
+                assert!(lb <= optimum * (1.0 + 1e-9), "seed {seed}: bound {lb} above the optimum {optimum}");
+                if g == 0.2 && cost > optimum * (1.0 + 1e-9) {
+                    stopped_above += 1;
+                }
+            }
+        }
+        assert!(stopped_above > 0, "no search stopped above the optimum within a 20 % gap");
     }
 
     /// The singleton rule's cleanup budget (LP columns) follows the limit the job stated, also

@@ -145,6 +145,11 @@ pub struct ProtectOptions {
     /// both figures are.
     #[serde(default)]
     pub optimal_gap: f64,
+    /// `Optimal`: stop as well when the best clean pattern's secondary cost is within this
+    /// share of its lower bound — the `gap` reported (`relative_gap`), at most this (0: never).
+    /// `auto`'s exact range sets it (`protect::AUTO_EXACT_GAP`).
+    #[serde(default)]
+    pub secondary_gap: f64,
     /// `Optimal`: master MIP solves of the repair of a master pattern the audit rejects, over
     /// the pattern's supersets (`exact::repair_master_pattern`; 0: the greedy repair alone).
     /// Tables above 1,000 cells and the subtables of a hierarchical table get the greedy repair
@@ -199,6 +204,7 @@ impl Default for ProtectOptions {
             mip_nodes: default_mip_nodes(),
             optimal_lp_rounds: default_optimal_lp_rounds(),
             optimal_gap: 0.0,
+            secondary_gap: 0.0,
             master_repair_solves: exact::MASTER_REPAIR_SOLVES,
             // HiTaS: every subtable by the exact model, within the subtable budget of
             // `modular::subtable_options`.

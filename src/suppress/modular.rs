@@ -207,6 +207,8 @@ fn subtable_options(opts: &ProtectOptions) -> ProtectOptions {
         mip_nodes,
         optimal_lp_rounds,
         optimal_gap,
+        // The subtables stop on `optimal_gap` alone, whatever gap the whole table's search has.
+        secondary_gap: 0.0,
         cleanup_trials: None,
         cleanup_columns: None,
         ..opts.clone()
