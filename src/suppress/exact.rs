@@ -1256,8 +1256,8 @@ mod tests {
 
     /// A search given a gap on the secondary cost (`secondary_gap`, `auto`'s exact range) ends
     /// with a pattern within that gap of its bound on every table, the bound never above the
-    /// proven optimum; a wide gap lets some search stop above the optimum (so the gap decides
-    /// where it stops), the tight one never.
+    /// optimum; a wide gap lets some search stop above the optimum, so the gap decides where it
+    /// stops (with the rule ignored, every search proves its optimum: checked by mutation).
     #[test]
     fn a_search_stops_within_its_secondary_gap() {
         use super::super::budget::Deadline;
