@@ -21,6 +21,7 @@ use sdcflow::progress::Verbosity;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    no_transparent_huge_pages();
     let cli = cli::Cli::parse();
     let verbosity = if cli.quiet {
         Verbosity::Quiet
@@ -62,6 +63,23 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Transparent huge pages off for this process (and the executors it starts), as
+/// `MIMALLOC_ALLOW_THP=0` does. Why: mimalloc's arenas are eligible for them, so the kernel
+/// zeroes a whole fresh 2 MB page at the first touch of any of its bytes, while HiGHS allocates
+/// and frees its factor and presolve arrays solve after solve — on CASC EIA that zeroing was
+/// ~20 % of the run's samples. Measured without (release builds, 2 cores, the same files):
+/// EIA 1.49 → 1.26 s, c4-persons 2.08 → 1.86 s, Adult 6.40 → 6.09 s (medians), and no loss
+/// from 4 KB pages on the million-cell c4-geo3 (279 and 233 s → 243 and 237 s, peak RSS
+/// 2.0 → 1.9 GB; BENCHMARKS.md, "Session 93"). Best effort: without the switch nothing changes.
+#[cfg(target_os = "linux")]
+fn no_transparent_huge_pages() {
+    // SAFETY: PR_SET_THP_DISABLE only sets a flag on this process; no memory is touched.
+    let _ = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_transparent_huge_pages() {}
 
 /// Waits for SIGINT or SIGTERM; returns the signal's name and the conventional exit code.
 async fn interrupted() -> (&'static str, i32) {
