@@ -156,7 +156,8 @@ pub(crate) fn strengthen(
     Ok(strengthen_bound(p, lp, rounds, Shortcuts::NONE, deadline)?.x)
 }
 
-/// What a cutting-plane loop ends with ([`strengthen_bound`]).
+/// What a cutting-plane loop ends with ([`strengthen_bound`]), or has reached after some of its
+/// rounds ([`lp_rounds`]).
 struct LpPhase {
     /// The last LP point.
     x: Vec<f64>,
@@ -165,6 +166,18 @@ struct LpPhase {
     bound: f64,
     /// That LP's row duals, one per row of the master at the time (for [`ReducedCosts`]).
     duals: Option<Vec<f64>>,
+    /// Each round's LP objective, for the stall and tailing-off rules.
+    history: Vec<f64>,
+    /// Whether the loop ended before its last round (no cut, a stall, tailing off, the hard
+    /// stop): no later round may follow.
+    ended: bool,
+}
+
+impl LpPhase {
+    /// Before the first round.
+    fn new(n: usize) -> Self {
+        LpPhase { x: vec![0.0; n], bound: f64::NEG_INFINITY, duals: None, history: Vec::new(), ended: false }
+    }
 }
 
 /// [`strengthen`] with `shortcuts`, also returning the bound and duals of its last LP.
@@ -175,17 +188,31 @@ fn strengthen_bound(
     shortcuts: Shortcuts,
     deadline: &Deadline,
 ) -> Result<LpPhase, SuppressError> {
+    lp_rounds(p, lp, 1..=rounds, shortcuts, LpPhase::new(p.n()), deadline)
+}
+
+/// The cutting-plane loop's `rounds`, continuing from `phase` (the rounds before them). The
+/// first round reads nothing of the incumbent: the stall rule needs the rises of two rounds,
+/// so [`search`] runs that round beside the fast start and continues with the rest.
+fn lp_rounds(
+    p: &Problem,
+    lp: &mut LinearProgram,
+    rounds: std::ops::RangeInclusive<usize>,
+    shortcuts: Shortcuts,
+    phase: LpPhase,
+    deadline: &Deadline,
+) -> Result<LpPhase, SuppressError> {
+    let LpPhase { mut x, mut bound, mut duals, mut history, ended } = phase;
+    if ended {
+        return Ok(LpPhase { x, bound, duals, history, ended });
+    }
     let mut relaxed = lp.clone();
     for c in &mut relaxed.columns {
         c.integer = false;
     }
-    let mut x = vec![0.0; p.n()];
-    let mut bound = f64::NEG_INFINITY;
-    let mut duals = None;
-    let mut history: Vec<f64> = Vec::new();
-    for round in 1..=rounds {
+    for round in rounds {
         if deadline.reached() {
-            break;
+            return Ok(LpPhase { x, bound, duals, history, ended: true });
         }
         // From scratch each round, not hot-started from the last basis with the cuts added:
         // the presolved solve's vertex separates better. Hot, the rounds' LPs took a quarter
@@ -197,7 +224,7 @@ fn strengthen_bound(
             .map_err(|source| SuppressError::Lp { context: "master LP relaxation".into(), source })?;
         if s.status != LpStatus::Optimal {
             let _ = deadline.reached();
-            break;
+            return Ok(LpPhase { x, bound, duals, history, ended: true });
         }
         x = s.columns;
         bound = bound.max(s.objective);
@@ -209,7 +236,7 @@ fn strengthen_bound(
                     "optimal: LP round {round}: bound {:.4} %, stalled: no separation",
                     p.cost_percent(s.objective)
                 ));
-                break;
+                return Ok(LpPhase { x, bound, duals, history, ended: true });
             }
         }
         let t1 = std::time::Instant::now();
@@ -223,7 +250,7 @@ fn strengthen_bound(
             t1.elapsed().as_secs_f64()
         ));
         if cuts.is_empty() {
-            break;
+            return Ok(LpPhase { x, bound, duals, history, ended: true });
         }
         for c in &cuts {
             add_cut(lp, c);
@@ -232,11 +259,11 @@ fn strengthen_bound(
         if history.len() > TAILING_ROUNDS {
             let old = history[history.len() - 1 - TAILING_ROUNDS];
             if s.objective - old <= TAILING_OFF * s.objective.abs().max(1.0) {
-                break;
+                return Ok(LpPhase { x, bound, duals, history, ended: true });
             }
         }
     }
-    Ok(LpPhase { x, bound, duals })
+    Ok(LpPhase { x, bound, duals, history, ended: false })
 }
 
 /// Reduced-cost fixing of the master's columns against an incumbent, from the row duals `y` of
@@ -727,22 +754,20 @@ pub(crate) fn run_certified(
 /// audit from certificates (`certify` only).
 type Searched = (Vec<bool>, Option<f64>, Option<super::AuditReport>);
 
-/// The search of [`run`]; with `certify`, also the certified audit of its best pattern
-/// ([`run_certified`]). Without it (HiTaS's subtables, linked groups) no certificate is
-/// re-verified.
-fn search(
+/// The search's first incumbent: the fast method's pattern without its cleanup (which tries
+/// every secondary with audits: minutes on tables of 10^4 cells), or HiTaS's merged `start`
+/// completed, the cheaper of the two; the master MIPs improve on it.
+fn start_pattern(
     p: &Problem,
     opts: &ProtectOptions,
     start: Option<&[bool]>,
     certify: bool,
     deadline: &Deadline,
-) -> Result<Searched, SuppressError> {
-    let t0 = std::time::Instant::now();
-    // The fast pattern without its cleanup (which tries every secondary with audits: minutes on
-    // tables of 10^4 cells); the master MIPs improve on it.
+    t0: std::time::Instant,
+) -> Result<(Vec<bool>, Option<super::AuditReport>), SuppressError> {
     let fast_opts = ProtectOptions { cleanup: p.n() <= FAST_CLEANUP_CELLS, ..opts.clone() };
     let (mut best, mut best_audit) = fast::run_with_columns(p, &fast_opts, START_CLEANUP_COLUMNS, deadline)?;
-    let mut best_cost = p.cost_of(&best);
+    let best_cost = p.cost_of(&best);
     trace(format_args!(
         "optimal: fast start {:.1}s, cost {:.4} %",
         t0.elapsed().as_secs_f64(),
@@ -763,30 +788,57 @@ fn search(
                 ));
                 if c < best_cost {
                     (best, best_audit) = certified(w, certify, opts.singleton_rule)?;
-                    best_cost = c;
                 }
             }
             Err(SuppressError::TimeLimit { .. }) => {}
             Err(e) => return Err(e),
         }
     }
+    Ok((best, best_audit))
+}
+
+/// The search of [`run`]; with `certify`, also the certified audit of its best pattern
+/// ([`run_certified`]). Without it (HiTaS's subtables, linked groups) no certificate is
+/// re-verified.
+fn search(
+    p: &Problem,
+    opts: &ProtectOptions,
+    start: Option<&[bool]>,
+    certify: bool,
+    deadline: &Deadline,
+) -> Result<Searched, SuppressError> {
+    let t0 = std::time::Instant::now();
+    let mut lp = master(p, opts.singleton_rule, true);
+    // A search whose masters branch (`auto`'s whole-table search, `optimal`), unlike HiTaS's
+    // subtables with their masters of a few nodes.
+    let branching = opts.mip_nodes >= FIRST_MIP_NODES;
+    let duals = if branching { CutDuals::Hot } else { CutDuals::Cold };
+    // The start patterns beside the first cutting-plane round, which reads nothing of them
+    // ([`lp_rounds`]): the round's LP is one HiGHS solve on one core, the fast start mostly
+    // audits on the other. The same rounds, cuts and patterns as one after the other. Why: on
+    // EIA the search is one thread most of the time, and the two took ~0.1 s each
+    // (BENCHMARKS "Session 93").
+    let (started, first_round) = rayon::join(
+        || start_pattern(p, opts, start, certify, deadline, t0),
+        || {
+            let first = 1..=opts.optimal_lp_rounds.min(1);
+            let shortcuts = Shortcuts { duals, stall_against: None };
+            lp_rounds(p, &mut lp, first, shortcuts, LpPhase::new(p.n()), deadline)
+        },
+    );
+    let (mut best, mut best_audit) = started?;
+    let mut best_cost = p.cost_of(&best);
     let fixed_cost = sensitive_cost(p);
     let infeasible = |why: &str| SuppressError::Infeasible {
         cell: p.sens.first().map_or(0, |s| s.cell as usize),
         coord: Vec::new(),
         why: why.into(),
     };
-    let mut lp = master(p, opts.singleton_rule, true);
-    // A search whose masters branch (`auto`'s whole-table search, `optimal`), unlike HiTaS's
-    // subtables with their masters of a few nodes.
-    let branching = opts.mip_nodes >= FIRST_MIP_NODES;
-    let shortcuts = if branching {
-        Shortcuts { duals: CutDuals::Hot, stall_against: (!opts.singleton_rule).then_some(best_cost) }
-    } else {
-        Shortcuts::NONE
-    };
+    let shortcuts = Shortcuts { duals, stall_against: (branching && !opts.singleton_rule).then_some(best_cost) };
+    let phase =
+        first_round.and_then(|phase| lp_rounds(p, &mut lp, 2..=opts.optimal_lp_rounds, shortcuts, phase, deadline));
     // Reduced costs only where masters branch: HiTaS's subtables' masters of a few nodes are small.
-    let (mut lower, reduced) = match strengthen_bound(p, &mut lp, opts.optimal_lp_rounds, shortcuts, deadline) {
+    let (mut lower, reduced) = match phase {
         Ok(phase) => (phase.bound, phase.duals.filter(|_| branching).map(|y| ReducedCosts::of(&lp, &y))),
         Err(SuppressError::Lp { source: lp::LpError::Infeasible, .. }) => {
             return Err(infeasible("the master LP relaxation has no feasible pattern"))
