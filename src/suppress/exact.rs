@@ -878,17 +878,14 @@ fn search(
         p.cost_percent(lower),
         lp.rows.len()
     ));
-    // Close enough: within `optimal_gap` on the whole cost, or `secondary_gap` on the secondary
-    // cost (the gap reported).
-    let close = |best_cost: f64, lower: f64| {
-        best_cost <= lower * (1.0 + opts.optimal_gap) + 1e-9 * best_cost.max(1.0)
-            || best_cost - lower <= opts.secondary_gap * (best_cost - fixed_cost)
-    };
-    // The dearest pattern `close` accepts at `lower` (`c − lower ≤ g·(c − fixed)` solved for `c`).
+    // The dearest pattern that ends the search at `lower`: within `optimal_gap` on the whole
+    // cost, or `secondary_gap` on the secondary cost (the gap reported; `c − lower ≤ g·(c − fixed)`
+    // solved for `c`).
     let stop_cost = |lower: f64| {
         let g = opts.secondary_gap;
         ((lower - g * fixed_cost) / (1.0 - g)).max(lower * (1.0 + opts.optimal_gap))
     };
+    let close = |best_cost: f64, lower: f64| best_cost <= stop_cost(lower) + 1e-9 * best_cost.max(1.0);
     // Node budget of the next master solve: small while its patterns still violate capacity
     // cuts (they are cut off anyway, so proving them optimal is wasted work), doubled up to
     // `mip_nodes` each time a clean pattern leaves the optimum unproven.
