@@ -369,17 +369,19 @@ pub(crate) fn repaired<'p, 'a>(
     defer: Option<Deferral>,
     deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
-    repaired_from(p, Auditor::new(p, sup), singleton_rule, open_rounds, defer, deadline)
+    repaired_from(p, Auditor::new(p, sup), singleton_rule, open_rounds, defer, None, deadline)
 }
 
 /// [`repaired`] of the pattern of `aud`, an auditor that may have checked it already (its
-/// first audit then re-uses those certificates and LPs).
+/// first audit then re-uses those certificates and LPs). With `abandon_at`, its open repair
+/// stops, the pattern unprotected, once it costs that much ([`Work::abandon_at`]).
 fn repaired_from<'p, 'a>(
     p: &'p Problem<'a>,
     aud: Auditor<'p, 'a>,
     singleton_rule: bool,
     open_rounds: usize,
     defer: Option<Deferral>,
+    abandon_at: Option<f64>,
     deadline: &Deadline,
 ) -> Result<Work<'p, 'a>, SuppressError> {
     let sup = aud.sup.clone();
@@ -391,6 +393,7 @@ fn repaired_from<'p, 'a>(
         return complete(p, sup, singleton_rule, super::Construction::Closure, deadline);
     }
     let mut w = Work::with_auditor(p, aud);
+    w.abandon_at = abandon_at;
     w.aud.defer_singles = defer.map(|d| DeferSingles { min_cells: d.min_cells, ..DeferSingles::ALL });
     // The repair's audits try what their batch rounds leave again in small batches, then by
     // single LPs, before deferring it to the cubes: one budget for the whole repair, so what the
@@ -1019,10 +1022,8 @@ fn search(
             // (42 and 88 failures) spent ~5 s in them; patterns close to clean keep them, as
             // their repairs may end the search (EIA under the singleton rule: 1.5 % dearer
             // without any drop trials). BENCHMARKS "Session 87".
-            let drop_trials = !(far_from_clean && branching);
-            if let Some(r) =
-                repair_master_pattern(p, &mut lp, aud, supersets, opts.singleton_rule, drop_trials, deadline)?
-            {
+            let greedy = Greedy { drop_trials: !(far_from_clean && branching), useless_from: best_cost };
+            if let Some(r) = repair_master_pattern(p, &mut lp, aud, supersets, opts.singleton_rule, greedy, deadline)? {
                 let c = p.cost_of(r.sup());
                 if c < best_cost - 1e-9 {
                     (best, best_audit) = r.certified(certify, opts.singleton_rule)?;
@@ -1138,20 +1139,48 @@ impl Repaired<'_, '_> {
     }
 }
 
-/// The greedy repair of the pattern of `aud` ([`repaired`], then, with `drop_trials`,
-/// [`drop_repair_additions`]) if it ends clean; `aud` may have checked the pattern already.
+/// How [`greedy_repair`] repairs a master pattern.
+#[derive(Debug, Clone, Copy)]
+struct Greedy {
+    /// Whether the cells it added are then tried for dropping ([`drop_repair_additions`]).
+    drop_trials: bool,
+    /// The cost from which its pattern is of no use to the caller (the search's incumbent;
+    /// infinite when any clean pattern serves, e.g. as a start). Without drop trials the
+    /// repair gives up there. Why: a master pattern far from clean is repaired for an incumbent
+    /// below the search's, and once the repair passes the incumbent's cost the rest of it is
+    /// wasted (c3-persons' second master, 86 failures: 0.85 s instead of 1.34 s, the same files;
+    /// BENCHMARKS "Session 94").
+    useless_from: f64,
+}
+
+impl Greedy {
+    /// A repair whose every clean pattern is of use.
+    fn keeping(drop_trials: bool) -> Self {
+        Self { drop_trials, useless_from: f64::INFINITY }
+    }
+}
+
+/// The greedy repair of the pattern of `aud` ([`repaired`], then, with drop trials,
+/// [`drop_repair_additions`]) if it ends clean below [`Greedy::useless_from`]; `aud` may have
+/// checked the pattern already.
 fn greedy_repair<'p, 'a>(
     p: &'p Problem<'a>,
     aud: Auditor<'p, 'a>,
     singleton_rule: bool,
-    drop_trials: bool,
+    greedy: Greedy,
     deadline: &Deadline,
 ) -> Result<Option<Work<'p, 'a>>, SuppressError> {
     let x = aud.sup.clone();
-    let Ok(mut w) = repaired_from(p, aud, singleton_rule, REPAIR_OPEN_ROUNDS, None, deadline) else {
+    // Without drop trials the repair only adds cells, so past the cost that makes it useless it
+    // never comes back below: it stops there.
+    let abandon_at = (!greedy.drop_trials && greedy.useless_from.is_finite()).then_some(greedy.useless_from);
+    let Ok(mut w) = repaired_from(p, aud, singleton_rule, REPAIR_OPEN_ROUNDS, None, abandon_at, deadline) else {
         return Ok(None);
     };
-    if drop_trials {
+    if abandon_at.is_some_and(|c| p.cost_of(w.sup()) >= c) {
+        return Ok(None);
+    }
+    if greedy.drop_trials {
         drop_repair_additions(&mut w, &x, singleton_rule, deadline)?;
     }
     Ok(w.aud.check()?.is_empty().then_some(w))
@@ -1196,12 +1225,14 @@ fn repair_master_pattern<'p, 'a>(
     aud: Auditor<'p, 'a>,
     supersets: Supersets,
     singleton_rule: bool,
-    drop_trials: bool,
+    greedy: Greedy,
     deadline: &Deadline,
 ) -> Result<Option<Repaired<'p, 'a>>, SuppressError> {
     let Supersets { solves, below: stop_at } = supersets;
+    // A greedy repair is of use at any cost where it starts the search over supersets.
+    let greedy = if stop_at.is_none() && solves > 0 { Greedy::keeping(greedy.drop_trials) } else { greedy };
     let x = aud.sup.clone();
-    let mut best = greedy_repair(p, aud, singleton_rule, drop_trials, deadline)?.map(|w| Repaired::Greedy(Box::new(w)));
+    let mut best = greedy_repair(p, aud, singleton_rule, greedy, deadline)?.map(|w| Repaired::Greedy(Box::new(w)));
     if solves == 0 {
         return Ok(best);
     }
@@ -1264,7 +1295,7 @@ fn repair_master_pattern<'p, 'a>(
             add_cut(&mut r, cut);
             add_cut(lp, cut);
         }
-        if let Some(w) = greedy_repair(p, aud, singleton_rule, drop_trials, deadline)? {
+        if let Some(w) = greedy_repair(p, aud, singleton_rule, greedy, deadline)? {
             keep(&mut best, Repaired::Greedy(Box::new(w)));
         }
     }
@@ -1597,7 +1628,7 @@ mod tests {
             const MARK: usize = 1_000_000;
             checked.lps += MARK;
             let fresh = super::repaired(&p, x.clone(), false, super::REPAIR_OPEN_ROUNDS, None, &far).unwrap();
-            let reused = super::repaired_from(&p, checked, false, super::REPAIR_OPEN_ROUNDS, None, &far).unwrap();
+            let reused = super::repaired_from(&p, checked, false, super::REPAIR_OPEN_ROUNDS, None, None, &far).unwrap();
             assert_eq!(reused.sup(), fresh.sup(), "seed {seed}");
             assert_eq!(reused.aud.lps, fresh.aud.lps + MARK, "seed {seed}: LPs of the repair of the checked pattern");
             compared += 1;
@@ -1644,12 +1675,21 @@ mod tests {
             for f in &Auditor::new(&p, x.clone()).check().unwrap() {
                 super::add_cut(&mut lp, f.cut.as_ref().unwrap());
             }
-            let greedy = super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, true, &far)
-                .unwrap()
-                .map(|w| p.cost_of(w.sup()));
-            let r = super::repair_master_pattern(&p, &mut lp, Auditor::new(&p, x.clone()), all, false, true, &far)
-                .unwrap()
-                .expect("a repair");
+            let greedy =
+                super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, super::Greedy::keeping(true), &far)
+                    .unwrap()
+                    .map(|w| p.cost_of(w.sup()));
+            let r = super::repair_master_pattern(
+                &p,
+                &mut lp,
+                Auditor::new(&p, x.clone()),
+                all,
+                false,
+                super::Greedy::keeping(true),
+                &far,
+            )
+            .unwrap()
+            .expect("a repair");
             let sup = r.sup().to_vec();
             assert!((0..p.n()).all(|i| !x[i] || sup[i]), "seed {seed}: the pattern is kept");
             assert!(clean(&t, &super::super::output_statuses(&p, &sup), false), "seed {seed}");
@@ -1669,10 +1709,17 @@ mod tests {
                 for f in &Auditor::new(&p, x.clone()).check().unwrap() {
                     super::add_cut(&mut lp, f.cut.as_ref().unwrap());
                 }
-                let r =
-                    super::repair_master_pattern(&p, &mut lp, Auditor::new(&p, x.clone()), below(t), false, true, &far)
-                        .unwrap()
-                        .expect("a repair");
+                let r = super::repair_master_pattern(
+                    &p,
+                    &mut lp,
+                    Auditor::new(&p, x.clone()),
+                    below(t),
+                    false,
+                    super::Greedy::keeping(true),
+                    &far,
+                )
+                .unwrap()
+                .expect("a repair");
                 r.sup().to_vec()
             };
             let below = with_stop(x_cost - 1.0);
@@ -1709,7 +1756,7 @@ mod tests {
             let Some((t, x)) = rejected_master_pattern(seed) else { continue };
             let p = Problem::from_table(&t, None);
             let repair = |drop_trials: bool| {
-                super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, drop_trials, &far)
+                super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, super::Greedy::keeping(drop_trials), &far)
                     .unwrap()
                     .map(|w| w.sup().to_vec())
             };
@@ -1725,6 +1772,52 @@ mod tests {
         }
         assert!(repaired >= 4, "only {repaired} rejected master patterns");
         assert!(dearer > 0, "the drop trials never dropped a cell");
+    }
+
+    /// A repair without drop trials gives up once its pattern costs what is of no use to the
+    /// caller ([`super::Greedy::useless_from`]): from its own cost down, no pattern; just above
+    /// it, the same pattern; given up at its first addition, a part of the whole repair found
+    /// with fewer LPs. With drop trials (which may bring the cost back down) it never gives up.
+    #[test]
+    fn a_repair_without_drop_trials_gives_up_at_the_useless_cost() {
+        use super::super::audit::Auditor;
+        use super::super::budget::Deadline;
+        use super::super::problem::Problem;
+        let far = Deadline::after(600.0);
+        let (mut repaired, mut shorter) = (0, 0);
+        for seed in 0..12 {
+            let Some((t, x)) = rejected_master_pattern(seed) else { continue };
+            let p = Problem::from_table(&t, None);
+            let repair = |greedy: super::Greedy| {
+                super::greedy_repair(&p, Auditor::new(&p, x.clone()), false, greedy, &far)
+                    .unwrap()
+                    .map(|w| (w.sup().to_vec(), w.aud.lps))
+            };
+            let Some((whole, lps)) = repair(super::Greedy::keeping(false)) else { continue };
+            let c = p.cost_of(&whole);
+            let lean = |useless_from| super::Greedy { drop_trials: false, useless_from };
+            assert!(repair(lean(c)).is_none(), "seed {seed}: at its own cost");
+            assert_eq!(repair(lean(c + 1e-6 * c.max(1.0))).map(|r| r.0), Some(whole.clone()), "seed {seed}");
+            let with_trials = super::Greedy { drop_trials: true, useless_from: 0.0 };
+            assert_eq!(repair(with_trials), repair(super::Greedy::keeping(true)), "seed {seed}: with drop trials");
+            let first = p.cost_of(&x) + 1e-9 * c.max(1.0);
+            let part = super::repaired_from(
+                &p,
+                Auditor::new(&p, x.clone()),
+                false,
+                super::REPAIR_OPEN_ROUNDS,
+                None,
+                Some(first),
+                &far,
+            )
+            .unwrap();
+            assert!((0..p.n()).all(|i| !part.sup()[i] || whole[i]), "seed {seed}: a part of the whole repair");
+            assert!(part.aud.lps <= lps, "seed {seed}");
+            shorter += usize::from(part.aud.lps < lps);
+            repaired += 1;
+        }
+        assert!(repaired >= 4, "only {repaired} rejected master patterns");
+        assert!(shorter > 0, "giving up never saved an LP");
     }
 
     /// The exact search's certified audit is the audit of the pattern [`super::run`] returns,

@@ -116,6 +116,10 @@ pub(crate) struct Work<'p, 'a> {
     /// their share of its move, in proportion to their capacities, instead of the whole move
     /// (up to each one's capacity) from each ([`super::Construction::SplitClosure`]).
     pub split_moves: bool,
+    /// The repair ([`Self::repair_open`]) stops once the pattern costs this much, unprotected:
+    /// for a caller that has no use for a dearer pattern and checks the cost after (the exact
+    /// search's repair of a master pattern, `exact::Greedy`). Default: none.
+    pub abandon_at: Option<f64>,
 }
 
 /// Lost certificates from which a cleanup trial re-certifies with one batch LP per ball
@@ -230,6 +234,7 @@ impl<'p, 'a> Work<'p, 'a> {
             refuse_many_lost: false,
             trial_lost_max: TRIAL_LOST_MAX,
             split_moves: false,
+            abandon_at: None,
         }
     }
 
@@ -389,6 +394,7 @@ impl<'p, 'a> Work<'p, 'a> {
     /// subtables) the closure of the added cells cascades (measured on an 11 k-cell census
     /// table: 34 shortfalls, 3.20 % → 3.63 % of the value in one closed round), while each
     /// open round audits only the targets that failed (adding cells breaks no certificate).
+    /// With [`Self::abandon_at`] it also ends, unprotected, once the pattern costs that much.
     pub fn repair_open(
         &mut self,
         singleton_rule: bool,
@@ -403,6 +409,9 @@ impl<'p, 'a> Work<'p, 'a> {
         loop {
             if deadline.wall_reached() {
                 return Err(deadline.error("the audit-driven repair"));
+            }
+            if self.abandon_at.is_some_and(|c| p.cost_of(&self.aud.sup) >= c) {
+                return Ok(());
             }
             let t0 = Instant::now();
             let lps0 = self.aud.lps;
