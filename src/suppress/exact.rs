@@ -1177,7 +1177,9 @@ fn greedy_repair<'p, 'a>(
     let Ok(mut w) = repaired_from(p, aud, singleton_rule, REPAIR_OPEN_ROUNDS, None, abandon_at, deadline) else {
         return Ok(None);
     };
-    if abandon_at.is_some_and(|c| p.cost_of(w.sup()) >= c) {
+    // Judged here too: `repaired_from`'s fallback on the closure repairs in full.
+    w.abandon_at = abandon_at;
+    if w.abandoned() {
         return Ok(None);
     }
     if greedy.drop_trials {

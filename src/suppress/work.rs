@@ -383,6 +383,11 @@ impl<'p, 'a> Work<'p, 'a> {
         }
     }
 
+    /// Whether the pattern costs [`Self::abandon_at`] or more: a repair stops there.
+    pub fn abandoned(&self) -> bool {
+        self.abandon_at.is_some_and(|c| self.p.cost_of(&self.aud.sup) >= c)
+    }
+
     /// Repair loop (step 2): audit, satisfy cuts, close, until clean. Each round adds cells, so
     /// it ends; the hard stop's grace period fails it (no clean pattern yet: nothing to publish).
     pub fn repair(&mut self, singleton_rule: bool, deadline: &Deadline) -> Result<(), SuppressError> {
@@ -410,7 +415,7 @@ impl<'p, 'a> Work<'p, 'a> {
             if deadline.wall_reached() {
                 return Err(deadline.error("the audit-driven repair"));
             }
-            if self.abandon_at.is_some_and(|c| p.cost_of(&self.aud.sup) >= c) {
+            if self.abandoned() {
                 return Ok(());
             }
             let t0 = Instant::now();
