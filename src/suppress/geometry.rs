@@ -115,10 +115,33 @@ fn node_options(dim: &Dimension, ch: &[Vec<usize>], a: usize) -> Vec<Vec<(u32, i
         chain.push((par as u32, 1));
         top = par;
     }
+    // The paths up to the root (all `+1`) come last and the vectors of a wide hierarchy's
+    // siblings fill the list first: when the list is cut, keep some of them anyway, since
+    // for a sparse cell they are often the only vectors whose cubes exist (session 96).
+    let mut full: Vec<Vec<(u32, i8)>> = Vec::new();
+    if out.len() > MAX_OPTIONS || dim.parent[top].is_some() {
+        let mut up: Vec<(u32, i8)> = Vec::new();
+        let mut x = a;
+        while let Some(par) = dim.parent[x] {
+            up.push((par as u32, 1));
+            x = par;
+        }
+        full = downs_a.iter().take(FULL_PATHS).map(|d| up.iter().chain(d).copied().collect()).collect();
+        out.retain(|v| !full.contains(v));
+    }
     out.sort_by_key(|v| v.len());
-    out.truncate(MAX_OPTIONS);
+    out.truncate(MAX_OPTIONS - full.len());
+    if !full.is_empty() {
+        out.extend(full);
+        out.sort_by_key(|v| v.len());
+    }
     out
 }
+
+/// Paths up to the root kept per node whose vectors are cut at [`MAX_OPTIONS`]. Measured on
+/// c4-geo3 (session 96): 8 paths 78.45 % of the value suppressed, 24 78.38 %, 64 76.47 %,
+/// 512 76.76 % (against 80.44 % without).
+const FULL_PATHS: usize = 64;
 
 impl<'a> Geometry<'a> {
     /// Geometry of `table` (one pass over its dimensions).
@@ -409,6 +432,8 @@ struct CostSearch<'s> {
     best: Option<(f64, Vec<(u32, i8)>)>,
     budget: usize,
     beam: usize,
+    /// Also keep each dimension's cheapest extension up the ancestor chain (all `+1`).
+    climb: bool,
 }
 
 /// Cheapest candidates kept per dimension in [`Geometry::cheapest_cube`].
@@ -429,6 +454,25 @@ impl Geometry<'_> {
         self.cheapest_cube_beam(t, accept, budget, BEAM)
     }
 
+    /// [`Self::cheapest_cube`] that also follows, in every dimension, the cheapest extension up
+    /// the ancestor chain beside the beam. Why: on a sparse table the cheap sibling extensions
+    /// of the first dimensions often lead to cells that do not exist in the next ones, and the
+    /// beam then finds nothing; a cube that climbs in some dimensions and turns to a sibling in
+    /// others exists (its climbing part is made of marginals) and is much cheaper than the
+    /// ancestor cube, which climbs in all of them up to the grand total.
+    pub fn climbing_cube(
+        &self,
+        t: u32,
+        accept: &(dyn Fn(usize) -> Option<f64> + Sync),
+        budget: usize,
+    ) -> Option<(f64, Vec<(u32, i8)>)> {
+        let coord = &self.table.cells()[t as usize].coord;
+        let mut st = CostSearch { accept, best: None, budget, beam: BEAM, climb: true };
+        let base = vec![(self.table.index().key(coord), t, 1i8)];
+        self.dfs_cost(&mut st, coord, 0, base, 0.0);
+        st.best
+    }
+
     /// [`Self::cheapest_cube`] keeping the `beam` cheapest one-dimensional extensions per
     /// dimension (a wider search for tables small enough to afford it).
     pub fn cheapest_cube_beam(
@@ -439,7 +483,7 @@ impl Geometry<'_> {
         beam: usize,
     ) -> Option<(f64, Vec<(u32, i8)>)> {
         let coord = &self.table.cells()[t as usize].coord;
-        let mut st = CostSearch { accept, best: None, budget, beam: beam.max(1) };
+        let mut st = CostSearch { accept, best: None, budget, beam: beam.max(1), climb: false };
         let base = vec![(self.table.index().key(coord), t, 1i8)];
         self.dfs_cost(&mut st, coord, 0, base, 0.0);
         st.best
@@ -458,6 +502,7 @@ impl Geometry<'_> {
         let opts = self.options.of(self.start[d] + a as usize);
         let mut memo: Vec<Option<Option<Column>>> = vec![None; self.table.dims()[d].codes.len()];
         let mut picks: Vec<(f64, usize)> = Vec::new();
+        let mut climb: Option<(f64, usize)> = None;
         'opt: for o in opts {
             let opt = self.options.get(o);
             let mut add = 0.0;
@@ -473,10 +518,18 @@ impl Geometry<'_> {
                     continue 'opt;
                 }
             }
+            if st.climb && opt.iter().all(|&(_, s)| s > 0) && climb.is_none_or(|(c, _)| add < c) {
+                climb = Some((add, o));
+            }
             picks.push((add, o));
         }
         picks.sort_by(|a, b| a.0.total_cmp(&b.0));
         picks.truncate(st.beam);
+        if let Some(c) = climb {
+            if !picks.iter().any(|&(_, o)| o == c.1) {
+                picks.push(c);
+            }
+        }
         for (add, o) in picks {
             if st.best.as_ref().is_none_or(|(b, _)| cost + add < *b) {
                 let next = extend(&partial, self.options.get(o), &memo);
@@ -503,4 +556,59 @@ struct Search<'s> {
     found: Vec<Vec<(u32, i8)>>,
     max: usize,
     budget: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hierarchy `Total → regions → departments → communes`, `width` children per node
+    /// (only the first region has `width` departments; the second has one of one commune).
+    fn wide(width: usize) -> Dimension {
+        let mut codes = vec!["Total".to_string(), "R1".to_string(), "R2".to_string()];
+        let mut parent = vec![None, Some(0), Some(0)];
+        for d in 0..width {
+            codes.push(format!("D{d}"));
+            parent.push(Some(1));
+        }
+        codes.push("D_R2".to_string());
+        parent.push(Some(2));
+        for d in 0..width {
+            for c in 0..width {
+                codes.push(format!("C{d}_{c}"));
+                parent.push(Some(3 + d));
+            }
+        }
+        codes.push("C_R2".to_string());
+        parent.push(Some(3 + width));
+        Dimension { name: "geo".to_string(), codes, parent }
+    }
+
+    /// A commune's siblings at the department and region levels give more vectors than
+    /// `MAX_OPTIONS` before its path to the root is reached; the path (all `+1`) is kept
+    /// anyway, every vector is balanced, and a narrow hierarchy's list is the complete one.
+    #[test]
+    fn node_options_keep_the_path_to_the_root_when_cut() {
+        for (width, cut) in [(30, true), (4, false)] {
+            let dim = wide(width);
+            let ch = dim.children();
+            let a = dim.codes.iter().position(|c| c == "C0_0").unwrap();
+            let opts = node_options(&dim, &ch, a);
+            assert!(opts.len() <= MAX_OPTIONS);
+            assert_eq!(opts.len() == MAX_OPTIONS, cut, "width {width}: {} vectors", opts.len());
+            let up: Vec<(u32, i8)> = vec![(3, 1), (1, 1), (0, 1)];
+            assert!(opts.contains(&up), "width {width}: no path to the root");
+            for o in &opts {
+                // Balanced: every node's value equals its children's sum (`a` carries +1).
+                let mut v = vec![0i32; dim.codes.len()];
+                v[a] = 1;
+                for &(x, s) in o {
+                    v[x as usize] += s as i32;
+                }
+                for (x, kids) in ch.iter().enumerate().filter(|(_, k)| !k.is_empty()) {
+                    assert_eq!(v[x], kids.iter().map(|&k| v[k]).sum::<i32>(), "width {width}: {o:?} at {x}");
+                }
+            }
+        }
+    }
 }
