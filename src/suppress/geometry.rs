@@ -466,11 +466,7 @@ impl Geometry<'_> {
         accept: &(dyn Fn(usize) -> Option<f64> + Sync),
         budget: usize,
     ) -> Option<(f64, Vec<(u32, i8)>)> {
-        let coord = &self.table.cells()[t as usize].coord;
-        let mut st = CostSearch { accept, best: None, budget, beam: BEAM, climb: true };
-        let base = vec![(self.table.index().key(coord), t, 1i8)];
-        self.dfs_cost(&mut st, coord, 0, base, 0.0);
-        st.best
+        self.search_cost(CostSearch { accept, best: None, budget, beam: BEAM, climb: true }, t)
     }
 
     /// [`Self::cheapest_cube`] keeping the `beam` cheapest one-dimensional extensions per
@@ -482,8 +478,12 @@ impl Geometry<'_> {
         budget: usize,
         beam: usize,
     ) -> Option<(f64, Vec<(u32, i8)>)> {
+        self.search_cost(CostSearch { accept, best: None, budget, beam: beam.max(1), climb: false }, t)
+    }
+
+    /// Runs the search `st` from cell `t` alone; its best cube.
+    fn search_cost(&self, mut st: CostSearch, t: u32) -> Option<(f64, Vec<(u32, i8)>)> {
         let coord = &self.table.cells()[t as usize].coord;
-        let mut st = CostSearch { accept, best: None, budget, beam: beam.max(1), climb: false };
         let base = vec![(self.table.index().key(coord), t, 1i8)];
         self.dfs_cost(&mut st, coord, 0, base, 0.0);
         st.best
