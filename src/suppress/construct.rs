@@ -499,8 +499,9 @@ mod tests {
         }
     }
 
-    /// The parallel hypercube cover gives the same pattern with 1 and 2 rayon threads, and
-    /// its pattern passes the audit with most pairs certified by witnesses.
+    /// The parallel hypercube cover gives the same pattern with 1 and 2 rayon threads (with
+    /// and without its last resorts), and its pattern passes the audit with most pairs
+    /// certified by witnesses.
     #[test]
     fn hypercube_cover_is_deterministic_across_thread_counts() {
         for seed in [1, 2] {
@@ -518,12 +519,17 @@ mod tests {
                     let p = Problem::from_table(&t, None);
                     let mut w = Work::new(&p, p.initial());
                     let left = w.cover(&Deadline::after(f64::INFINITY)).unwrap();
-                    (w.sup().to_vec(), left, protect(&t, &o).unwrap())
+                    // With the last resorts (climbing retry, ancestor cubes, box LPs) too.
+                    let mut last = Work::new(&p, p.initial());
+                    last.last_resort_cubes = true;
+                    let last_left = last.cover(&Deadline::after(f64::INFINITY)).unwrap();
+                    (w.sup().to_vec(), left, protect(&t, &o).unwrap(), (last.sup().to_vec(), last_left))
                 })
             };
-            let (s1, l1, p1) = run(1);
-            let (s2, l2, p2) = run(2);
+            let (s1, l1, p1, r1) = run(1);
+            let (s2, l2, p2, r2) = run(2);
             assert_eq!(s1, s2, "seed {seed}: cover differs");
+            assert_eq!(r1, r2, "seed {seed}: cover with last resorts differs");
             assert_eq!(l1, l2);
             assert_eq!(p1.statuses, p2.statuses, "seed {seed}: protected pattern differs");
             assert!(p1.audit.under_protected == 0 && p1.audit.witnessed > 0, "{:?}", p1.audit);
