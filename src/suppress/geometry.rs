@@ -458,8 +458,8 @@ impl Geometry<'_> {
     /// the ancestor chain beside the beam. Why: on a sparse table the cheap sibling extensions
     /// of the first dimensions often lead to cells that do not exist in the next ones, and the
     /// beam then finds nothing; a cube that climbs in some dimensions and turns to a sibling in
-    /// others exists (its climbing part is made of marginals) and is much cheaper than the
-    /// ancestor cube, which climbs in all of them up to the grand total.
+    /// others often exists (where a cell exists, so do all its marginals) and is much cheaper
+    /// than the ancestor cube, which climbs in all of them up to the grand total.
     pub fn climbing_cube(
         &self,
         t: u32,
