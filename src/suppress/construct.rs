@@ -102,7 +102,7 @@ impl Work<'_, '_> {
             // The pattern is denser now (more cells cost nothing) and the budget larger. Where
             // the last resort would be the ancestor cube, the retry also climbs
             // (`Geometry::climbing_cube`): on c4-geo3 (session 96) it left 1,117 cells to the
-            // ancestor cubes instead of 51,322. Not in the first pass: climbing there reaches
+            // last resorts instead of 51,329. Not in the first pass: climbing there reaches
             // the high marginals early and every later cube reuses them (with 8 root paths per
             // node: 83.3 % of the value suppressed instead of 78.5 %).
             let t0 = Instant::now();
