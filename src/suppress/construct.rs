@@ -68,14 +68,36 @@ fn use_cover(p: &Problem, c: Construction) -> bool {
         }
 }
 
+/// The order in which [`Work::cover`] lays its cubes: the most detailed sensitive cells first
+/// (largest sum of their hierarchy depths), and within a depth the smallest requirement first;
+/// then by index, so the order is the input's alone.
+///
+/// Why: a cube costs only its cells not yet suppressed, and a marginal's cube can run down to
+/// its children. Laid first, the detailed cells take partners among their siblings and nearest
+/// marginals, and the marginals' cubes after them reuse those cells. Laid after the marginals
+/// (largest requirement first, the order before, mixes the levels), a marginal's cube takes its
+/// partners among the marginals (dear), and the detailed cubes then climb to those free cells. Measured on c4-geo3 (session 97, BENCHMARKS): 73.51 % of
+/// the value suppressed against 76.47 % largest requirement first, 77.65 % least detailed
+/// first; on c5-geo3 83.85 % against 85.61 %.
+fn cover_order(p: &Problem, geom: &super::geometry::Geometry) -> Vec<usize> {
+    let depths: Vec<Vec<u32>> = geom.table().dims().iter().map(|d| d.depths()).collect();
+    let detail =
+        |k: usize| -> u32 { geom.coord(p.sens[k].cell).iter().zip(&depths).map(|(&x, dep)| dep[x as usize]).sum() };
+    let mut order: Vec<(u32, usize)> = (0..p.sens.len()).map(|k| (detail(k), k)).collect();
+    order.sort_by(|&(da, a), &(db, b)| {
+        db.cmp(&da).then(requirement(&p.sens[a]).total_cmp(&requirement(&p.sens[b]))).then(a.cmp(&b))
+    });
+    order.into_iter().map(|(_, k)| k).collect()
+}
+
 impl Work<'_, '_> {
     /// Hypercube cover (step 1 on large tables with a geometry): every sensitive cell without a
     /// combinatorial certificate gets its cheapest hypercube ([`Geometry::cheapest_cube`]:
     /// existing, unfixed cells of capacity ≥ its requirement, already suppressed ones free)
-    /// suppressed whole, so the audit can certify it without an LP. Sensitive cells go largest
-    /// requirement first in batches: within a batch the cubes are chosen in parallel against
-    /// the pattern at the start of the batch and applied in order, so the pattern does not
-    /// depend on the number of threads. Cells without a cube get a second search with a larger
+    /// suppressed whole, so the audit can certify it without an LP. Sensitive cells go in
+    /// [`cover_order`] (most detailed first) in batches: within a batch the cubes are chosen
+    /// in parallel against the pattern at the start of the batch and applied in order, so the
+    /// pattern does not depend on the number of threads. Cells without a cube get a second search with a larger
     /// budget (climbing too when last resorts are on: [`Geometry::climbing_cube`]), then the
     /// last resorts or the closure.
     ///
@@ -91,8 +113,7 @@ impl Work<'_, '_> {
             return Ok((0..p.sens.len() as u32).map(|k| p.sens[k as usize].cell).collect());
         };
         let stop = || if deadline.wall_reached() { Err(deadline.error("the hypercube cover")) } else { Ok(()) };
-        let mut order: Vec<usize> = (0..p.sens.len()).collect();
-        order.sort_by(|&a, &b| requirement(&p.sens[b]).total_cmp(&requirement(&p.sens[a])).then(a.cmp(&b)));
+        let order = cover_order(p, geom);
         let mut left = Vec::new();
         for batch in order.chunks(COVER_BATCH) {
             stop()?;
@@ -497,6 +518,36 @@ mod tests {
                 t.set_status(i, crate::table::CellStatus::Protected);
             }
         }
+    }
+
+    /// The cover lays the most detailed sensitive cells first and, within a depth, the
+    /// smallest requirement first: every sensitive cell once, in that order, on a table with
+    /// several depths and unequal requirements within a depth.
+    #[test]
+    fn cover_order_lays_the_most_detailed_cells_first() {
+        let t = synthetic(1);
+        let p = Problem::from_table(&t, None);
+        let geom = p.geometry().unwrap();
+        let depths: Vec<Vec<u32>> = t.dims().iter().map(|d| d.depths()).collect();
+        let detail =
+            |k: usize| -> u32 { geom.coord(p.sens[k].cell).iter().zip(&depths).map(|(&x, d)| d[x as usize]).sum() };
+        let order = cover_order(&p, geom);
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..p.sens.len()).collect::<Vec<_>>(), "every sensitive cell once");
+        let (mut depth_steps, mut ties) = (0, 0);
+        for w in order.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            assert!(detail(a) >= detail(b), "a less detailed cell before a more detailed one");
+            if detail(a) > detail(b) {
+                depth_steps += 1;
+            } else {
+                let (ra, rb) = (requirement(&p.sens[a]), requirement(&p.sens[b]));
+                assert!(ra <= rb, "within a depth, requirement {ra} before {rb}");
+                ties += usize::from(ra < rb);
+            }
+        }
+        assert!(depth_steps >= 2 && ties > 0, "the table must exercise both keys: {depth_steps} {ties}");
     }
 
     /// The parallel hypercube cover gives the same pattern with 1 and 2 rayon threads (with
