@@ -76,9 +76,10 @@ fn use_cover(p: &Problem, c: Construction) -> bool {
 /// its children. Laid first, the detailed cells take partners among their siblings and nearest
 /// marginals, and the marginals' cubes after them reuse those cells. Laid after the marginals
 /// (largest requirement first, the order before, mixes the levels), a marginal's cube takes its
-/// partners among the marginals (dear), and the detailed cubes then climb to those free cells. Measured on c4-geo3 (session 97, BENCHMARKS): 73.51 % of
-/// the value suppressed against 76.47 % largest requirement first, 77.65 % least detailed
-/// first; on c5-geo3 83.85 % against 85.61 %.
+/// partners among the marginals (dear), and the detailed cubes then climb to those free cells.
+/// Measured on c4-geo3 (session 97, BENCHMARKS): 73.51 % of the value suppressed against
+/// 76.47 % largest requirement first and 77.65 % least detailed first; on c5-geo3 83.85 %
+/// against 85.61 %.
 fn cover_order(p: &Problem, geom: &super::geometry::Geometry) -> Vec<usize> {
     let depths: Vec<Vec<u32>> = geom.table().dims().iter().map(|d| d.depths()).collect();
     let detail =
@@ -97,9 +98,9 @@ impl Work<'_, '_> {
     /// suppressed whole, so the audit can certify it without an LP. Sensitive cells go in
     /// [`cover_order`] (most detailed first) in batches: within a batch the cubes are chosen
     /// in parallel against the pattern at the start of the batch and applied in order, so the
-    /// pattern does not depend on the number of threads. Cells without a cube get a second search with a larger
-    /// budget (climbing too when last resorts are on: [`Geometry::climbing_cube`]), then the
-    /// last resorts or the closure.
+    /// pattern does not depend on the number of threads. Cells without a cube get a second
+    /// search with a larger budget (climbing too when last resorts are on:
+    /// [`Geometry::climbing_cube`]), then the last resorts or the closure.
     ///
     /// [`Geometry::cheapest_cube`]: super::geometry::Geometry::cheapest_cube
     /// [`Geometry::climbing_cube`]: super::geometry::Geometry::climbing_cube
@@ -535,7 +536,7 @@ mod tests {
         let mut seen = order.clone();
         seen.sort_unstable();
         assert_eq!(seen, (0..p.sens.len()).collect::<Vec<_>>(), "every sensitive cell once");
-        let (mut depth_steps, mut ties) = (0, 0);
+        let (mut depth_steps, mut rising) = (0, 0);
         for w in order.windows(2) {
             let (a, b) = (w[0], w[1]);
             assert!(detail(a) >= detail(b), "a less detailed cell before a more detailed one");
@@ -544,10 +545,10 @@ mod tests {
             } else {
                 let (ra, rb) = (requirement(&p.sens[a]), requirement(&p.sens[b]));
                 assert!(ra <= rb, "within a depth, requirement {ra} before {rb}");
-                ties += usize::from(ra < rb);
+                rising += usize::from(ra < rb);
             }
         }
-        assert!(depth_steps >= 2 && ties > 0, "the table must exercise both keys: {depth_steps} {ties}");
+        assert!(depth_steps >= 2 && rising > 0, "the table must exercise both keys: {depth_steps} {rising}");
     }
 
     /// The parallel hypercube cover gives the same pattern with 1 and 2 rayon threads (with
