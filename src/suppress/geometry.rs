@@ -120,8 +120,9 @@ fn node_options(dim: &Dimension, ch: &[Vec<usize>], a: usize) -> Vec<Vec<(u32, i
     // for a sparse cell they are often the only vectors whose cubes exist (session 96).
     let mut full: Vec<Vec<(u32, i8)>> = Vec::new();
     if out.len() > MAX_OPTIONS || dim.parent[top].is_some() {
-        let mut up: Vec<(u32, i8)> = Vec::new();
-        let mut x = a;
+        // `chain` climbed from `a` to `top`; go on from there to the root.
+        let mut up = chain;
+        let mut x = top;
         while let Some(par) = dim.parent[x] {
             up.push((par as u32, 1));
             x = par;
