@@ -89,25 +89,29 @@ fn method_construction(p: &Problem, opts: &ProtectOptions) -> Construction {
 /// cleanups measured spend 100–164 M a second (release build, 2 cores; c3-persons 101 M,
 /// c3-enterprises 111 M, c5-persons 136 M, c4-large 144 M, c4-ent 164 M, whose LP columns a
 /// second differ 78×: BENCHMARKS.md, "Session 69"), so at 50 M a cleanup takes at most about
-/// half the limit. Million-cell tables, whose trials the local searches decide (43 M a second
-/// on c4-geo3), end on [`LOCAL_TRIAL_COLUMNS_PER_SECOND`] instead.
+/// half the limit. Million-cell tables, whose trials the witnesses alone decide (no LP), end on
+/// [`LOCAL_TRIAL_CELLS_PER_SECOND`] instead.
 /// On c4-large, whose split closure is clean at ~240 s of the 600-s default, the run then ends
 /// near 480 s instead of at the limit, and a machine a fifth slower publishes the same cells.
 /// A job that states `cleanup_trials` gets those trials instead, the clock still the hard stop.
 pub(crate) const CLEANUP_EFFORT_PER_SECOND: f64 = 50e6;
 
-/// Attacker-LP columns a fast cleanup whose trials the local searches decide may solve per
-/// second of the stated limit ([`Work::local_trial_columns`](super::work::Work::local_trial_columns)).
-/// Why this figure: such a cleanup on c4-geo3 (1,073,846 cells) solved 240–280 k columns a
-/// second from its first trial to its last (BENCHMARKS.md, "Session 70"), so at 100 k it takes
-/// at most about 40 % of the limit: its cover and closure take another 20–25 % before it, and
-/// a machine a third slower still ends it on the budget. At the 600-s default 60 M columns.
-pub(crate) const LOCAL_TRIAL_COLUMNS_PER_SECOND: f64 = 100e3;
+/// Table cells a fast cleanup whose trials the witnesses alone decide may go through per second
+/// of the stated limit, each trial counting every cell of the table ([`local_trials`]). Why per
+/// cell: such a trial solves no LP, and its checks go over every bound of the table (the
+/// targets of the witness search, the shortfalls), so its time follows the table's size more
+/// than the certificates it loses: ~1.1 ms a trial on c5-persons (101,827 cells), ~15 ms on
+/// c4-geo3 (1,073,846), ~30 ms on c5-geo3 (3,576,201), at most ~14 ms per million cells
+/// (BENCHMARKS.md, "Session 98"). At 30 M such a cleanup takes at most about 40 % of the limit,
+/// as the column budget of the ball LPs before it did: its cover and closure take another
+/// 12–25 % before it, and a machine a third slower still ends it on the budget. At the 600-s
+/// default 16,762 trials on c4-geo3.
+pub(crate) const LOCAL_TRIAL_CELLS_PER_SECOND: f64 = 30e6;
 
-/// The column budget of a fast cleanup whose trials are decided locally, under a stated limit
-/// of `limit_s` seconds ([`LOCAL_TRIAL_COLUMNS_PER_SECOND`]).
-pub(crate) fn local_trial_columns(limit_s: f64) -> usize {
-    (super::budget::span_s(limit_s) * LOCAL_TRIAL_COLUMNS_PER_SECOND) as usize
+/// The trial budget of a fast cleanup whose trials the witnesses alone decide, on a table of
+/// `cells` cells under a stated limit of `limit_s` seconds ([`LOCAL_TRIAL_CELLS_PER_SECOND`]).
+pub(crate) fn local_trials(limit_s: f64, cells: usize) -> usize {
+    (super::budget::span_s(limit_s) * LOCAL_TRIAL_CELLS_PER_SECOND / cells.max(1) as f64) as usize
 }
 
 /// The fast cleanup's effort budget under a stated limit of `limit_s` seconds
@@ -229,7 +233,7 @@ fn finish(
 
 /// The fast method's cleanup of clean pattern `w` under `opts`, also ending after `columns`
 /// attacker-LP columns: the trials the job states, or else the effort budget and, where the
-/// local searches decide the trials, the column budget from the stated limit; the group drop
+/// witnesses alone decide the trials, the trial budget from the stated limit; the group drop
 /// trials of a giant component. The tabu search's first cleanup is this one too. Why one
 /// function: the tabu search set the effort budget alone, so on a table whose trials are
 /// decided locally (a million-cell census table) its cleanup ended on the clock, and each
@@ -243,7 +247,7 @@ pub(crate) fn clean_up(
     w.cleanup_columns = columns;
     if let Some(effort) = effort_budget(opts) {
         w.cleanup_effort = effort;
-        w.local_trial_columns = local_trial_columns(opts.budget_limit_s());
+        w.local_trials = local_trials(opts.budget_limit_s(), w.p.n());
     }
     w.group_trials = super::work::group_trials(opts.budget_limit_s());
     w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)
@@ -317,7 +321,7 @@ mod tests {
             let full = protect(&t, &base).unwrap();
             let short = ProtectOptions { stated_limit_s: Some(1e-4), ..base.clone() };
             assert_eq!(cleanup_effort(1e-4), 5_000);
-            assert_eq!((local_trial_columns(600.0), local_trial_columns(1e-4)), (60_000_000, 10));
+            assert_eq!((local_trials(600.0, 1_073_846), local_trials(1e-4, 1_000)), (16_762, 3));
             let (a, b) = (protect(&t, &short).unwrap(), protect(&t, &short).unwrap());
             assert!(!a.stopped_by_time_limit, "seed {seed}");
             assert_eq!(a.statuses, b.statuses, "seed {seed}");
@@ -418,17 +422,14 @@ mod tests {
         assert_eq!(run_with_columns(&p, &opts, usize::MAX, &far).unwrap().0, full);
     }
 
-    /// The fast cleanup ([`clean_up`]) of a pattern whose trials the local searches decide ends
-    /// on the column budget of the *stated* limit ([`local_trial_columns`]), not on the clock
-    /// (600 s here): under a stated limit whose budget is 80 % of the columns a cleanup under a
-    /// long limit solves, and whose effort budget is above that cleanup's whole effort, it
-    /// stops between the budget and the full count, drops no more, passes the LP-only audit and
+    /// The fast cleanup ([`clean_up`]) of a pattern whose trials the witnesses alone decide ends
+    /// on the trial budget of the *stated* limit ([`local_trials`]), not on the clock (600 s
+    /// here): under a stated limit whose budget is a third of the trials a cleanup under a long
+    /// limit runs, it runs no more than the budget, drops no more, passes the LP-only audit and
     /// gives the same cells twice. Both limits are below one group drop trial, so only the
-    /// single trials differ. Why one table: on these small synthetic tables the trials' LPs
-    /// spend 370–970 effort per column (c4-geo3's ball LPs ~170), and only this one's effort
-    /// stays below the effort budget of such a limit (500 per column of the local budget).
+    /// single trials differ.
     #[test]
-    fn a_locally_decided_cleanup_ends_on_the_stated_limits_columns() {
+    fn a_locally_decided_cleanup_ends_on_the_stated_limits_trials() {
         use crate::suppress::audit::Auditor;
         let seed = 3;
         let t = synthetic(seed);
@@ -437,10 +438,12 @@ mod tests {
         let run = |opts: &ProtectOptions| {
             let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
             w.local_trials_component = w.aud.largest_component() - 1;
-            let (c0, e0) = (w.aud.lp_columns, w.aud.lp_effort.total());
+            let trials = |w: &Work| w.accepted + w.refused_cheaply + w.refused_by_audit + w.refused_undecided;
+            let n0 = trials(&w);
             let dropped = clean_up(&mut w, opts, usize::MAX, &far).unwrap();
-            assert!(w.aud.keep_held, "trials decided over the component");
-            (w.aud.lp_columns - c0, w.aud.lp_effort.total() - e0, dropped, w.sup().to_vec())
+            assert!(w.aud.keep_held, "trials decided by the witnesses");
+            assert_eq!(w.local_trials, local_trials(opts.budget_limit_s(), p.n()));
+            (trials(&w) - n0, dropped, w.sup().to_vec())
         };
         let long = ProtectOptions {
             method: Method::Fast,
@@ -449,22 +452,16 @@ mod tests {
             ..Default::default()
         };
         let full = run(&long);
-        assert!(full.0 > 0 && full.0 < local_trial_columns(long.budget_limit_s()), "{} columns", full.0);
-        let limit = 0.8 * full.0 as f64 / LOCAL_TRIAL_COLUMNS_PER_SECOND;
-        assert!(
-            cleanup_effort(limit) > full.1,
-            "the effort budget would end it first: {} per column",
-            full.1 / full.0 as u64
-        );
+        assert!(full.0 > 3 && full.0 < local_trials(long.budget_limit_s(), p.n()), "{} trials", full.0);
+        let limit = (full.0 / 3) as f64 * p.n() as f64 / LOCAL_TRIAL_CELLS_PER_SECOND;
         let short = ProtectOptions { stated_limit_s: Some(limit), ..long.clone() };
         let cut = run(&short);
-        let budget = local_trial_columns(limit);
-        assert!((budget..full.0).contains(&cut.0), "{} columns, budget {budget}, full {}", cut.0, full.0);
-        assert!(cut.2 <= full.2, "{} dropped, {} in the full cleanup", cut.2, full.2);
-        let mut lp = Auditor::new(&p, cut.3.clone());
+        assert!(cut.0 <= local_trials(limit, p.n()) && cut.0 < full.0, "{} trials, full {}", cut.0, full.0);
+        assert!(cut.1 <= full.1, "{} dropped, {} in the full cleanup", cut.1, full.1);
+        let mut lp = Auditor::new(&p, cut.2.clone());
         lp.lp_only = true;
         assert!(lp.check().unwrap().is_empty(), "unsafe pattern");
-        assert_eq!(run(&short).3, cut.3);
+        assert_eq!(run(&short).2, cut.2);
         assert!(!far.was_hit());
     }
 

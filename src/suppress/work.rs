@@ -45,8 +45,8 @@ pub(crate) struct Work<'p, 'a> {
     pub refused_by_audit: usize,
     /// Drop trials the audit accepted.
     pub accepted: usize,
-    /// Drop trials on large tables that the local searches could not decide
-    /// ([`Auditor::check_locally`]): refused.
+    /// Drop trials on large tables that the witnesses could not decide
+    /// ([`Auditor::check_by_witnesses`]): refused.
     pub refused_undecided: usize,
     /// Certificates lost and LPs solved by accepted / audit-refused drop trials (trace only).
     trial_stats: [(usize, usize); 2],
@@ -82,16 +82,13 @@ pub(crate) struct Work<'p, 'a> {
     /// Drop trials the next [`Self::cleanup`] runs before [`Self::cleanup_columns`] and
     /// [`Self::cleanup_effort`] may end it (default 0; the hard stop ends it regardless).
     pub cleanup_min_trials: usize,
-    /// Attacker-LP columns a cleanup may solve when the local searches decide its trials
+    /// Drop trials a cleanup may run when the witnesses alone decide them
     /// ([`Auditor::keep_held`]; default: no limit; the fast method's, [`super::fast`]). Why
-    /// columns there and not [`Self::cleanup_effort`]: those trials solve ball LPs of at most
-    /// 5,000 cells (~7,000 touching relations on c4-geo3) with few simplex iterations each, so
-    /// most of their time is setting the program up, which the effort does not count (43 M a
-    /// second on c4-geo3, 100–164 M in the other cleanups measured), and the columns follow it
-    /// (240–280 k a second from the first trial to the last).
-    pub local_trial_columns: usize,
+    /// trials there: those trials solve no LP, so neither [`Self::cleanup_columns`] nor
+    /// [`Self::cleanup_effort`] counts their work.
+    pub local_trials: usize,
     /// Suppressed cells in one component above which [`Self::cleanup`] decides its trials by
-    /// the local searches alone ([`LOCAL_TRIALS_COMPONENT`]).
+    /// the witnesses alone ([`LOCAL_TRIALS_COMPONENT`]).
     pub local_trials_component: usize,
     /// Group drop trials a cleanup on such a component starts with ([`Work::drop_groups`]; 0
     /// unless the method sets them, [`group_trials`]).
@@ -128,16 +125,16 @@ const CLEANUP_GROUP_MIN: usize = 4;
 
 /// On tables where the auditor keeps the certificates it cannot make local
 /// ([`Auditor::keep_held`], above the cube assignment's size), a drop trial that takes away more
-/// certificates than this is refused without an audit: re-certifying costs about one ball LP
-/// per lost pair, and the cleanup tries the most costly cells first, often the ones many
-/// certificates use (measured on a 3.6 M-cell census table: the first trial had solved 63,445
-/// LPs in 386 s when the limit ended it, the whole cleanup one unfinished trial). Refusing a
-/// drop is always safe.
+/// certificates than this is refused without an audit: re-certifying costs a search per lost
+/// pair, and the cleanup tries the most costly cells first, often the ones many certificates
+/// use (measured on a 3.6 M-cell census table when the trials still solved a ball LP per lost
+/// pair: the first trial had solved 63,445 LPs in 386 s when the limit ended it, the whole
+/// cleanup one unfinished trial). Refusing a drop is always safe.
 const TRIAL_LOST_MAX: usize = 2_000;
 
 /// A cleanup whose pattern has a suppressed component of more cells than this decides its
-/// drop trials by the local searches alone, as above [`Auditor::keep_held`]'s table size: an
-/// audit that the local searches leave undecided ends in LPs over the whole component. Measured
+/// drop trials by the witnesses alone, as above [`Auditor::keep_held`]'s table size: an
+/// audit that the witnesses leave undecided ends in LPs over the whole component. Measured
 /// on a 5-dimensional census table (101,827 cells, one 95 k-cell component): the first trial
 /// solved 8 such LPs in 456 s and the 600-s limit ended the cleanup there; decided locally,
 /// all 50,734 trials took 58 s and gave the same pattern. The suite's largest components under
@@ -226,7 +223,7 @@ impl<'p, 'a> Work<'p, 'a> {
             cleanup_columns: usize::MAX,
             cleanup_effort: u64::MAX,
             cleanup_min_trials: 0,
-            local_trial_columns: usize::MAX,
+            local_trials: usize::MAX,
             local_trials_component: LOCAL_TRIALS_COMPONENT,
             group_trials: 0,
             cube_repairs: 0,
@@ -637,7 +634,7 @@ impl<'p, 'a> Work<'p, 'a> {
         n
     }
 
-    /// Drop trials decided by the local searches alone when the pattern has a suppressed
+    /// Drop trials decided by the witnesses alone when the pattern has a suppressed
     /// component above [`Self::local_trials_component`] cells. Once set it stays: later trials
     /// of this work (the cleanup after the repair's drops, tabu's cleanups) start from the
     /// same component.
@@ -741,10 +738,11 @@ impl<'p, 'a> Work<'p, 'a> {
             left -= tried_groups;
             if *dropped > before {
                 // The certificates of a dropped group are component-wide batch witnesses,
-                // each held by ~1,000 targets: every single trial would lose them all and
-                // re-solve them with ball LPs (~20 s a trial on c5-persons, where the 50,734
-                // single trials before any group drop took 45 s in all and dropped 0.003 %
-                // of the cost). So a group drop ends the cleanup.
+                // each held by ~1,000 targets: every single trial would lose them all, which
+                // the witness searches rarely replace (with the ball LPs of then, ~20 s a
+                // trial on c5-persons, where the 50,734 single trials before any group drop
+                // took 45 s in all and dropped 0.003 % of the cost). So a group drop ends the
+                // cleanup.
                 left = 0;
             }
             trace(format_args!(
@@ -753,6 +751,7 @@ impl<'p, 'a> Work<'p, 'a> {
                 *dropped - before,
                 p.cost_percent(p.cost_of(&self.aud.sup))
             ));
+            left = left.min(self.local_trials);
         }
         for &s in cands {
             if *tried >= left {
@@ -762,12 +761,7 @@ impl<'p, 'a> Work<'p, 'a> {
                 continue; // dropped with its group
             }
             let spent = (self.aud.lp_columns - cols0, self.aud.lp_effort.total() - effort0);
-            let columns = if self.aud.keep_held {
-                self.cleanup_columns.min(self.local_trial_columns)
-            } else {
-                self.cleanup_columns
-            };
-            let worked = spent.0 >= columns || spent.1 >= self.cleanup_effort;
+            let worked = spent.0 >= self.cleanup_columns || spent.1 >= self.cleanup_effort;
             if deadline.reached() || (worked && *tried >= self.cleanup_min_trials) {
                 break;
             }
@@ -834,7 +828,7 @@ impl<'p, 'a> Work<'p, 'a> {
             false
         } else {
             let lps0 = self.aud.lps;
-            // Large tables: the local searches decide, an undecided trial is refused. Smaller
+            // Large tables: the witnesses decide, an undecided trial is refused. Smaller
             // ones probe the lost targets a refusal usually comes from, while the audit often
             // refuses (on a table whose trials it mostly accepts, the probes' component LPs
             // were 16 % more cleanup time, measured on c3-persons with the singleton rule).
@@ -843,7 +837,7 @@ impl<'p, 'a> Work<'p, 'a> {
             // already, which `refuted`'s local propagation does not know).
             let stops0 = std::mem::replace(&mut self.aud.stops_at_pinned, true);
             let verdict = if self.aud.keep_held {
-                self.aud.check_locally()
+                self.aud.check_by_witnesses()
             } else if PROBE_RATIO * self.refused_by_audit >= self.accepted {
                 self.aud.check_probing(&lost, PROBE_TARGETS).map(Some)
             } else {
@@ -874,8 +868,8 @@ impl<'p, 'a> Work<'p, 'a> {
         };
         if ok {
             self.unsuppress_counts(s);
-            // Large tables keep their local witnesses as found: their trials are decided by the
-            // local searches alone (`check_locally`), and a ball witness is short already.
+            // Large tables keep their witnesses as found: their trials are decided by the
+            // witnesses alone (`check_by_witnesses`), which are short already.
             if self.sparse_witnesses && !self.aud.keep_held {
                 // Stopped here, the trial stands: its certificates are the LP witnesses found.
                 match self.aud.sparsify_since(id0) {
@@ -1205,13 +1199,18 @@ mod tests {
         }
     }
 
-    /// The local-trial column budget ([`Work::local_trial_columns`]) ends a cleanup whose trials
-    /// the local searches decide ([`Auditor::keep_held`]) as the column budget does: given half
-    /// the columns a full one solves, it goes through the same trials until it has spent them,
-    /// drops no more and passes the LP audit. It does nothing to a cleanup whose trials are
-    /// audited over the component: a budget of 0 leaves its cells as they were.
+    /// Drop trials run so far (each ends as exactly one of these counts).
+    fn trials_run(w: &Work) -> usize {
+        w.accepted + w.refused_cheaply + w.refused_by_audit + w.refused_undecided
+    }
+
+    /// The local trial budget ([`Work::local_trials`]) ends a cleanup whose trials the witnesses
+    /// alone decide ([`Auditor::keep_held`]): given half the trials a full one runs, it runs
+    /// exactly that many, the same ones first, drops no more and passes the LP audit. It does
+    /// nothing to a cleanup whose trials are audited over the component: a budget of 0 leaves
+    /// its cells as they were.
     #[test]
-    fn the_local_trial_columns_end_only_a_locally_decided_cleanup() {
+    fn the_local_trial_budget_ends_only_a_locally_decided_cleanup() {
         let mut cut_short = 0;
         for seed in 0..3 {
             let t = synthetic(seed);
@@ -1221,22 +1220,22 @@ mod tests {
                 let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
                 let largest = w.aud.largest_component();
                 w.local_trials_component = if local { largest - 1 } else { largest };
-                w.local_trial_columns = budget;
-                let c0 = w.aud.lp_columns;
+                w.local_trials = budget;
+                let n0 = trials_run(&w);
                 let dropped = w.cleanup(false, 200, &far).unwrap();
                 assert_eq!(w.aud.keep_held, local, "seed {seed}");
-                (w.aud.lp_columns - c0, dropped, w.sup().to_vec())
+                (trials_run(&w) - n0, dropped, w.sup().to_vec())
             };
             let full = run(true, usize::MAX);
-            assert!(full.0 > 0, "seed {seed}: no ball LP");
+            assert!(full.0 > 1, "seed {seed}: {} trials", full.0);
             let half = run(true, full.0 / 2);
-            assert!((full.0 / 2..=full.0).contains(&half.0), "seed {seed}: {} columns of {}", half.0, full.0);
+            assert_eq!(half.0, full.0 / 2, "seed {seed}: trials");
             assert!(half.1 <= full.1, "seed {seed}: {} dropped, {} in the full cleanup", half.1, full.1);
             assert!(lp_clean(&p, half.2.clone()), "seed {seed}: unsafe pattern");
             cut_short += usize::from(half.1 < full.1);
             assert_eq!(run(false, 0).2, run(false, usize::MAX).2, "seed {seed}: audited trials");
         }
-        assert!(cut_short > 0, "the budget never ended a cleanup");
+        assert!(cut_short > 0, "the budget never ended a cleanup before a drop");
     }
 
     /// A drop trial's probe ([`Auditor::probe_lost`]) is exact: a shortfall it reports is one
@@ -1275,12 +1274,13 @@ mod tests {
         assert!(by_probe > 0, "no refusal by a probe in {trials} trials");
     }
 
-    /// On large tables ([`Auditor::keep_held`]) a drop trial is decided by the local searches
-    /// alone: with none available (LPs only, no ball LPs) every trial that loses a certificate
-    /// is refused as undecided without a single LP and leaves pattern and certificates as they
-    /// were; a trial that loses none is kept, and the pattern still passes the LP audit.
+    /// On large tables ([`Auditor::keep_held`]) a drop trial is decided by the witnesses
+    /// alone: with none available (LPs only) every trial that loses a certificate is refused as
+    /// undecided without a single LP, although the ball LPs are on ([`Auditor::local_first`]),
+    /// and leaves pattern and certificates as they were; a trial that loses none is kept, and
+    /// the pattern still passes the LP audit.
     #[test]
-    fn large_table_trials_the_local_searches_cannot_decide_are_refused() {
+    fn large_table_trials_the_witnesses_cannot_decide_are_refused() {
         let (mut undecided, mut kept) = (0, 0);
         for seed in 0..3 {
             let t = synthetic(seed);
@@ -1288,7 +1288,7 @@ mod tests {
             let far = Deadline::after(600.0);
             let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
             assert!(w.aud.check().unwrap().is_empty());
-            (w.aud.keep_held, w.aud.lp_only, w.aud.local_first) = (true, true, false);
+            (w.aud.keep_held, w.aud.lp_only, w.aud.local_first) = (true, true, true);
             let lps = w.aud.lps;
             let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
             for s in secondaries {

@@ -412,9 +412,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.check()
     }
 
-    /// The searches of [`Self::check`] that stay local: reuse of held witnesses, combinatorial
-    /// witnesses, then (with [`Self::local_first`]) the ball LPs.
-    fn certify_locally(&mut self) -> Result<(), SuppressError> {
+    /// The witness searches of [`Self::check`]: reuse of held witnesses, then combinatorial
+    /// witnesses.
+    fn certify_by_witnesses(&mut self) {
         self.sync_checked();
         if !self.exact && !self.lp_only {
             let phase = Phase::start(self);
@@ -423,6 +423,12 @@ impl<'p, 'a> Auditor<'p, 'a> {
             self.sync_checked();
             phase.end(self, format_args!("witnesses"));
         }
+    }
+
+    /// The searches of [`Self::check`] that stay local: the witness searches
+    /// ([`Self::certify_by_witnesses`]), then (with [`Self::local_first`]) the ball LPs.
+    fn certify_locally(&mut self) -> Result<(), SuppressError> {
+        self.certify_by_witnesses();
         if self.local_first && !self.exact {
             for &(hops, max) in self.balls {
                 if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
@@ -478,12 +484,18 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.check()
     }
 
-    /// [`Self::check`] without the component LPs: the shortfalls the local searches prove, or
-    /// `None` when some target is left undecided (unknown targets stay unknown). Why: above
-    /// [`KEEP_HELD_CELLS`] cells a suppressed component spans millions of cells, and one drop
-    /// trial's component LPs took the resident set of a 3.6 M-cell run from 7.7 to 13 GB.
-    pub fn check_locally(&mut self) -> Result<Option<Vec<Failure>>, SuppressError> {
-        self.certify_locally()?;
+    /// [`Self::check`] with the witnesses alone (the held ones, reused ones and combinatorial
+    /// ones; no LP): the shortfalls they prove, or `None` when some target is left undecided
+    /// (unknown targets stay unknown). For the drop trials of a pattern with a giant suppressed
+    /// component ([`Self::keep_held`]), where the component LPs are out of reach: one trial's
+    /// took the resident set of a 3.6 M-cell run from 7.7 to 13 GB. Why not the ball LPs either: no
+    /// trial they were run for was accepted. On c4-geo3 the 52 accepted trials of the
+    /// cleanup solved no LP, while the ball LPs of the 236 undecided ones spent its whole budget
+    /// (23,526 LPs, 153 s); on c5-geo3 the same (24 accepted, none with an LP; 46,472 LPs,
+    /// 361 s). By the witnesses alone a trial takes ~15–30 ms there, and the cleanup
+    /// tries thousands of cells instead of hundreds (BENCHMARKS.md, "Session 98").
+    pub fn check_by_witnesses(&mut self) -> Result<Option<Vec<Failure>>, SuppressError> {
+        self.certify_by_witnesses();
         let fails = self.failures();
         Ok((!fails.is_empty() || self.settle_trivial().is_empty()).then_some(fails))
     }
