@@ -90,28 +90,27 @@ fn method_construction(p: &Problem, opts: &ProtectOptions) -> Construction {
 /// c3-enterprises 111 M, c5-persons 136 M, c4-large 144 M, c4-ent 164 M, whose LP columns a
 /// second differ 78×: BENCHMARKS.md, "Session 69"), so at 50 M a cleanup takes at most about
 /// half the limit. Million-cell tables, whose trials the witnesses alone decide (no LP), end on
-/// [`LOCAL_TRIAL_CELLS_PER_SECOND`] instead.
+/// [`LOCAL_TRIALS_PER_SECOND`] instead.
 /// On c4-large, whose split closure is clean at ~240 s of the 600-s default, the run then ends
 /// near 480 s instead of at the limit, and a machine a fifth slower publishes the same cells.
 /// A job that states `cleanup_trials` gets those trials instead, the clock still the hard stop.
 pub(crate) const CLEANUP_EFFORT_PER_SECOND: f64 = 50e6;
 
-/// Table cells a fast cleanup whose trials the witnesses alone decide may go through per second
-/// of the stated limit, each trial counting every cell of the table ([`local_trials`]). Why per
-/// cell: such a trial solves no LP, and its checks go over every bound of the table (the
-/// targets of the witness search, the shortfalls), so its time follows the table's size more
-/// than the certificates it loses: ~1.1 ms a trial on c5-persons (101,827 cells), ~15 ms on
-/// c4-geo3 (1,073,846), ~30 ms on c5-geo3 (3,576,201), at most ~14 ms per million cells
-/// (BENCHMARKS.md, "Session 98"). At 30 M such a cleanup takes at most about 40 % of the limit,
-/// as the column budget of the ball LPs before it did: its cover and closure take another
-/// 12–25 % before it, and a machine a third slower still ends it on the budget. At the 600-s
-/// default 16,762 trials on c4-geo3.
-pub(crate) const LOCAL_TRIAL_CELLS_PER_SECOND: f64 = 30e6;
+/// Drop trials a fast cleanup whose trials the witnesses alone decide may run per second of the
+/// stated limit ([`local_trials`]). Why a plain count: such a trial solves no LP and searches
+/// only the certificates the drop took away, so neither LP columns nor effort count its work,
+/// and its time does not follow the table's size but its witness searches: ~1.7–4 ms a trial
+/// on c4-geo3 (1,073,846 cells, 4 dimensions) and ~6–10 ms on c5-geo3 (3,576,201 cells,
+/// 5 dimensions, whose hypercubes have twice the cells; BENCHMARKS.md, "Session 98"). The
+/// figure is set for the slower: at 40 a second c5-geo3's cleanup takes 42 % of its
+/// limit after ~24 % in its cover and closure, and c4-geo3's ~13 % (24,000 trials at the 600-s
+/// default).
+pub(crate) const LOCAL_TRIALS_PER_SECOND: f64 = 40.0;
 
-/// The trial budget of a fast cleanup whose trials the witnesses alone decide, on a table of
-/// `cells` cells under a stated limit of `limit_s` seconds ([`LOCAL_TRIAL_CELLS_PER_SECOND`]).
-pub(crate) fn local_trials(limit_s: f64, cells: usize) -> usize {
-    (super::budget::span_s(limit_s) * LOCAL_TRIAL_CELLS_PER_SECOND / cells.max(1) as f64) as usize
+/// The trial budget of a fast cleanup whose trials the witnesses alone decide, under a stated
+/// limit of `limit_s` seconds ([`LOCAL_TRIALS_PER_SECOND`]).
+pub(crate) fn local_trials(limit_s: f64) -> usize {
+    (super::budget::span_s(limit_s) * LOCAL_TRIALS_PER_SECOND) as usize
 }
 
 /// The fast cleanup's effort budget under a stated limit of `limit_s` seconds
@@ -247,7 +246,7 @@ pub(crate) fn clean_up(
     w.cleanup_columns = columns;
     if let Some(effort) = effort_budget(opts) {
         w.cleanup_effort = effort;
-        w.local_trials = local_trials(opts.budget_limit_s(), w.p.n());
+        w.local_trials = local_trials(opts.budget_limit_s());
     }
     w.group_trials = super::work::group_trials(opts.budget_limit_s());
     w.cleanup(opts.singleton_rule, opts.cleanup_budget(), deadline)
@@ -321,7 +320,7 @@ mod tests {
             let full = protect(&t, &base).unwrap();
             let short = ProtectOptions { stated_limit_s: Some(1e-4), ..base.clone() };
             assert_eq!(cleanup_effort(1e-4), 5_000);
-            assert_eq!((local_trials(600.0, 1_073_846), local_trials(1e-4, 1_000)), (16_762, 3));
+            assert_eq!((local_trials(600.0), local_trials(1e-4)), (24_000, 0));
             let (a, b) = (protect(&t, &short).unwrap(), protect(&t, &short).unwrap());
             assert!(!a.stopped_by_time_limit, "seed {seed}");
             assert_eq!(a.statuses, b.statuses, "seed {seed}");
@@ -442,7 +441,7 @@ mod tests {
             let n0 = trials(&w);
             let dropped = clean_up(&mut w, opts, usize::MAX, &far).unwrap();
             assert!(w.aud.keep_held, "trials decided by the witnesses");
-            assert_eq!(w.local_trials, local_trials(opts.budget_limit_s(), p.n()));
+            assert_eq!(w.local_trials, local_trials(opts.budget_limit_s()));
             (trials(&w) - n0, dropped, w.sup().to_vec())
         };
         let long = ProtectOptions {
@@ -452,11 +451,11 @@ mod tests {
             ..Default::default()
         };
         let full = run(&long);
-        assert!(full.0 > 3 && full.0 < local_trials(long.budget_limit_s(), p.n()), "{} trials", full.0);
-        let limit = (full.0 / 3) as f64 * p.n() as f64 / LOCAL_TRIAL_CELLS_PER_SECOND;
+        assert!(full.0 > 3 && full.0 < local_trials(long.budget_limit_s()), "{} trials", full.0);
+        let limit = (full.0 / 3) as f64 / LOCAL_TRIALS_PER_SECOND;
         let short = ProtectOptions { stated_limit_s: Some(limit), ..long.clone() };
         let cut = run(&short);
-        assert!(cut.0 <= local_trials(limit, p.n()) && cut.0 < full.0, "{} trials, full {}", cut.0, full.0);
+        assert!(cut.0 <= local_trials(limit) && cut.0 < full.0, "{} trials, full {}", cut.0, full.0);
         assert!(cut.1 <= full.1, "{} dropped, {} in the full cleanup", cut.1, full.1);
         let mut lp = Auditor::new(&p, cut.2.clone());
         lp.lp_only = true;

@@ -837,7 +837,7 @@ impl<'p, 'a> Work<'p, 'a> {
             // already, which `refuted`'s local propagation does not know).
             let stops0 = std::mem::replace(&mut self.aud.stops_at_pinned, true);
             let verdict = if self.aud.keep_held {
-                self.aud.check_by_witnesses()
+                Ok(self.aud.check_by_witnesses(&lost))
             } else if PROBE_RATIO * self.refused_by_audit >= self.accepted {
                 self.aud.check_probing(&lost, PROBE_TARGETS).map(Some)
             } else {
@@ -1312,6 +1312,32 @@ mod tests {
             assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe pattern");
         }
         assert!(undecided > 0, "no undecided trial exercised (kept {kept})");
+    }
+
+    /// A drop trial decided by the witnesses over the certificates it lost
+    /// ([`Auditor::check_by_witnesses`]) keeps only drops that the independent LP audit finds
+    /// safe, solves no LP, and keeps some.
+    #[test]
+    fn trials_decided_by_the_witnesses_keep_only_safe_drops() {
+        let mut kept = 0;
+        for seed in 0..3 {
+            let t = synthetic(seed);
+            let p = Problem::from_table(&t, None);
+            let far = Deadline::after(600.0);
+            let mut w = complete(&p, p.initial(), false, Construction::Auto, &far).unwrap();
+            assert!(w.aud.check().unwrap().is_empty());
+            w.aud.keep_held = true;
+            let lps = w.aud.lps;
+            let secondaries: Vec<usize> = (0..p.n()).filter(|&i| w.sup()[i] && p.fix[i] == Fix::Free).collect();
+            for s in secondaries {
+                if w.try_drop(s, false).unwrap() {
+                    kept += 1;
+                    assert!(lp_clean(&p, w.sup().to_vec()), "seed {seed}: unsafe drop of cell {s}");
+                }
+            }
+            assert_eq!(w.aud.lps, lps, "seed {seed}: a trial solved LPs");
+        }
+        assert!(kept > 0, "no drop kept");
     }
 
     /// A cleanup over a suppressed component of more than [`Work::local_trials_component`]

@@ -307,12 +307,17 @@ impl Auditor<'_, '_> {
     /// valid witness through the target already covers. Only the [`REUSE_PER_TARGET`] most
     /// recent witnesses through the target are tried. Returns the pairs certified.
     pub(super) fn reuse_witnesses(&mut self) -> usize {
+        self.reuse_witnesses_of(0..self.p.sens.len())
+    }
+
+    /// [`Self::reuse_witnesses`] for the sensitive cells `targets` (indices, ascending) only.
+    pub(super) fn reuse_witnesses_of(&mut self, targets: impl IntoIterator<Item = usize>) -> usize {
         let p = self.p;
         if self.lp_only || self.exact {
             return 0;
         }
         let mut n = 0;
-        for k in 0..p.sens.len() {
+        for k in targets {
             let s = &p.sens[k];
             if is_sliding(s) {
                 continue;
@@ -350,9 +355,15 @@ impl Auditor<'_, '_> {
     /// Combinatorial witnesses ([`super::witness`]) for unknown non-sliding targets: each
     /// proposal is verified exactly against the problem before it certifies anything.
     pub(super) fn solve_witnesses(&mut self) {
+        self.solve_witnesses_of(0..self.p.sens.len());
+    }
+
+    /// [`Self::solve_witnesses`] for the sensitive cells `targets` (indices, ascending) only.
+    pub(super) fn solve_witnesses_of(&mut self, targets: impl IntoIterator<Item = usize>) {
         let p = self.p;
         let Some(geom) = p.geometry() else { return };
-        let todo: Vec<usize> = (0..p.sens.len())
+        let todo: Vec<usize> = targets
+            .into_iter()
             .filter(|&k| !is_sliding(&p.sens[k]))
             .filter(|&k| (0..2).any(|d| matches!(self.certs[k][d], Cert::Unknown)))
             .collect();
@@ -379,14 +390,21 @@ impl Auditor<'_, '_> {
                 }
             }
         }
-        trace(format_args!(
-            "witness search {:.1}s over {} targets: {} pairs by witness",
-            t0.elapsed().as_secs_f64(),
-            todo.len(),
-            self.witnessed()
-        ));
+        // Traced for searches of many targets only: the count goes over every bound, where a
+        // cleanup's thousands of drop trials search a few dozen lost ones each.
+        if todo.len() >= TRACED_SEARCH_TARGETS && super::super::trace::enabled() {
+            trace(format_args!(
+                "witness search {:.1}s over {} targets: {} pairs by witness",
+                t0.elapsed().as_secs_f64(),
+                todo.len(),
+                self.witnessed()
+            ));
+        }
     }
 }
+
+/// Witness searches over at least this many targets are traced ([`Auditor::solve_witnesses_of`]).
+const TRACED_SEARCH_TARGETS: usize = 1_000;
 
 /// Whether the negation of move `z` stays within the attacker's bounds (with the slack of
 /// [`feasible_move`], which checks `z` itself and the relations, whose balance holds for `-z`

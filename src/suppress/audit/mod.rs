@@ -412,9 +412,9 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.check()
     }
 
-    /// The witness searches of [`Self::check`]: reuse of held witnesses, then combinatorial
-    /// witnesses.
-    fn certify_by_witnesses(&mut self) {
+    /// The searches of [`Self::check`] that stay local: reuse of held witnesses, combinatorial
+    /// witnesses, then (with [`Self::local_first`]) the ball LPs.
+    fn certify_locally(&mut self) -> Result<(), SuppressError> {
         self.sync_checked();
         if !self.exact && !self.lp_only {
             let phase = Phase::start(self);
@@ -423,12 +423,6 @@ impl<'p, 'a> Auditor<'p, 'a> {
             self.sync_checked();
             phase.end(self, format_args!("witnesses"));
         }
-    }
-
-    /// The searches of [`Self::check`] that stay local: the witness searches
-    /// ([`Self::certify_by_witnesses`]), then (with [`Self::local_first`]) the ball LPs.
-    fn certify_locally(&mut self) -> Result<(), SuppressError> {
-        self.certify_by_witnesses();
         if self.local_first && !self.exact {
             for &(hops, max) in self.balls {
                 if !self.certs.iter().flatten().any(|c| matches!(c, Cert::Unknown)) {
@@ -484,20 +478,31 @@ impl<'p, 'a> Auditor<'p, 'a> {
         self.check()
     }
 
-    /// [`Self::check`] with the witnesses alone (the held ones, reused ones and combinatorial
-    /// ones; no LP): the shortfalls they prove, or `None` when some target is left undecided
-    /// (unknown targets stay unknown). For the drop trials of a pattern with a giant suppressed
-    /// component ([`Self::keep_held`]), where the component LPs are out of reach: one trial's
-    /// took the resident set of a 3.6 M-cell run from 7.7 to 13 GB. Why not the ball LPs either: no
-    /// trial they were run for was accepted. On c4-geo3 the 52 accepted trials of the
-    /// cleanup solved no LP, while the ball LPs of the 236 undecided ones spent its whole budget
-    /// (23,526 LPs, 153 s); on c5-geo3 the same (24 accepted, none with an LP; 46,472 LPs,
-    /// 361 s). By the witnesses alone a trial takes ~15–30 ms there, and the cleanup
-    /// tries thousands of cells instead of hundreds (BENCHMARKS.md, "Session 98").
-    pub fn check_by_witnesses(&mut self) -> Result<Option<Vec<Failure>>, SuppressError> {
-        self.certify_by_witnesses();
-        let fails = self.failures();
-        Ok((!fails.is_empty() || self.settle_trivial().is_empty()).then_some(fails))
+    /// A drop trial's check with the witnesses alone (the held ones, reused ones and
+    /// combinatorial ones; no LP), over the certificates the drop took away (`lost`, from
+    /// [`Self::remove`]): `Some` (no shortfall) when they certify every lost target again,
+    /// `None` when some target is left undecided (it stays unknown). The trial starts from a
+    /// certified pattern, so the other targets keep their certificates and are not searched:
+    /// a check over every bound took more than half of a trial's time on c4-geo3.
+    ///
+    /// For the drop trials of a pattern with a giant suppressed component ([`Self::keep_held`]),
+    /// where the component LPs are out of reach: one trial's took the resident set of a
+    /// 3.6 M-cell run from 7.7 to 13 GB. Why not the ball LPs either: no trial they were run for
+    /// was accepted. On c4-geo3 the 52 accepted trials of the cleanup solved no LP, while the
+    /// ball LPs of the 236 undecided ones spent its whole budget (23,526 LPs, 153 s); on
+    /// c5-geo3 the same (24 accepted, none with an LP; 46,472 LPs, 361 s). By the witnesses
+    /// alone the cleanup tries thousands of cells instead of hundreds (BENCHMARKS.md,
+    /// "Session 98").
+    pub fn check_by_witnesses(&mut self, lost: &[(u32, u8, u32, f64)]) -> Option<Vec<Failure>> {
+        let mut targets: Vec<usize> = lost.iter().map(|&(k, ..)| k as usize).collect();
+        targets.sort_unstable();
+        targets.dedup();
+        if !self.exact && !self.lp_only {
+            self.reuse_witnesses_of(targets.iter().copied());
+            self.solve_witnesses_of(targets.iter().copied());
+        }
+        let open = lost.iter().any(|&(k, d, ..)| !matches!(self.certs[k as usize][d as usize], Cert::Ok(..)));
+        (!open).then(Vec::new)
     }
 
     /// The shortfalls of the certificates held (and whether there are any, for
