@@ -1206,7 +1206,7 @@ mod tests {
 
     /// The local trial budget ([`Work::local_trials`]) ends a cleanup whose trials the witnesses
     /// alone decide ([`Auditor::keep_held`]): given half the trials a full one runs, it runs
-    /// exactly that many, the same ones first, drops no more and passes the LP audit. It does
+    /// exactly that many, drops no more and passes the LP audit. It does
     /// nothing to a cleanup whose trials are audited over the component: a budget of 0 leaves
     /// its cells as they were.
     #[test]
