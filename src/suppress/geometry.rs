@@ -163,14 +163,21 @@ impl<'a> Geometry<'a> {
         Self { table, options, start }
     }
 
-    /// The table this is the geometry of.
-    pub fn table(&self) -> &'a Table {
-        self.table
-    }
-
     /// Coordinate of cell `c` (for diagnostics).
     pub fn coord(&self, c: u32) -> &[u32] {
         &self.table.cells()[c as usize].coord
+    }
+
+    /// Per dimension, the depth of each node in its hierarchy (0 = the total), from which
+    /// [`Self::levels`] reads a cell's level combination.
+    pub fn depths(&self) -> Vec<Vec<u32>> {
+        self.table.dims().iter().map(|d| d.depths()).collect()
+    }
+
+    /// The level combination of cell `c`: per dimension the depth of its coordinate
+    /// (`depths` from [`Self::depths`]).
+    pub fn levels<'g>(&'g self, depths: &'g [Vec<u32>], c: u32) -> impl Iterator<Item = u32> + 'g {
+        self.coord(c).iter().zip(depths).map(|(&x, d)| d[x as usize])
     }
 
     /// The cube of every cell between a leaf-level descendant `L` of `t` and the grand

@@ -46,7 +46,7 @@ pub(crate) struct Work<'p, 'a> {
     /// Drop trials the audit accepted.
     pub accepted: usize,
     /// Drop trials on large tables that the witnesses could not decide
-    /// ([`Auditor::check_by_witnesses`]): refused.
+    /// ([`Auditor::recertified_by_witnesses`]): refused.
     pub refused_undecided: usize,
     /// Certificates lost and LPs solved by accepted / audit-refused drop trials (trace only).
     trial_stats: [(usize, usize); 2],
@@ -837,7 +837,8 @@ impl<'p, 'a> Work<'p, 'a> {
             // already, which `refuted`'s local propagation does not know).
             let stops0 = std::mem::replace(&mut self.aud.stops_at_pinned, true);
             let verdict = if self.aud.keep_held {
-                Ok(self.aud.check_by_witnesses(&lost))
+                // Witnesses prove no shortfall: re-certified is clean, else undecided.
+                Ok(self.aud.recertified_by_witnesses(&lost).then(Vec::new))
             } else if PROBE_RATIO * self.refused_by_audit >= self.accepted {
                 self.aud.check_probing(&lost, PROBE_TARGETS).map(Some)
             } else {
@@ -869,7 +870,7 @@ impl<'p, 'a> Work<'p, 'a> {
         if ok {
             self.unsuppress_counts(s);
             // Large tables keep their witnesses as found: their trials are decided by the
-            // witnesses alone (`check_by_witnesses`), which are short already.
+            // witnesses alone (`recertified_by_witnesses`), which are short already.
             if self.sparse_witnesses && !self.aud.keep_held {
                 // Stopped here, the trial stands: its certificates are the LP witnesses found.
                 match self.aud.sparsify_since(id0) {
@@ -909,10 +910,10 @@ impl<'p, 'a> Work<'p, 'a> {
         if self.aud.largest_component() > GROUP_COMPONENT_MAX {
             return Ok(0);
         }
-        let depths: Vec<Vec<u32>> = geom.table().dims().iter().map(|d| d.depths()).collect();
+        let depths = geom.depths();
         let mut groups: std::collections::BTreeMap<(u32, Vec<u32>), Vec<usize>> = Default::default();
         for i in (0..p.n()).filter(|&i| self.aud.sup[i] && p.fix[i] == Fix::Free) {
-            let levels: Vec<u32> = geom.coord(i as u32).iter().zip(&depths).map(|(&x, d)| d[x as usize]).collect();
+            let levels: Vec<u32> = geom.levels(&depths, i as u32).collect();
             let height = levels.iter().sum();
             groups.entry((height, levels)).or_default().push(i);
         }
@@ -1315,7 +1316,7 @@ mod tests {
     }
 
     /// A drop trial decided by the witnesses over the certificates it lost
-    /// ([`Auditor::check_by_witnesses`]) keeps only drops that the independent LP audit finds
+    /// ([`Auditor::recertified_by_witnesses`]) keeps only drops that the independent LP audit finds
     /// safe, solves no LP, and keeps some.
     #[test]
     fn trials_decided_by_the_witnesses_keep_only_safe_drops() {

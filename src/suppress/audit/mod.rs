@@ -480,8 +480,8 @@ impl<'p, 'a> Auditor<'p, 'a> {
 
     /// A drop trial's check with the witnesses alone (the held ones, reused ones and
     /// combinatorial ones; no LP), over the certificates the drop took away (`lost`, from
-    /// [`Self::remove`]): `Some` (no shortfall) when they certify every lost target again,
-    /// `None` when some target is left undecided (it stays unknown). The trial starts from a
+    /// [`Self::remove`]): whether they certify every lost target again (a target left
+    /// undecided stays unknown; witnesses never prove a shortfall). The trial starts from a
     /// certified pattern, so the other targets keep their certificates and are not searched:
     /// a check over every bound took more than half of a trial's time on c4-geo3.
     ///
@@ -493,7 +493,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
     /// c5-geo3 the same (24 accepted, none with an LP; 46,472 LPs, 361 s). By the witnesses
     /// alone the cleanup tries thousands of cells instead of hundreds (BENCHMARKS.md,
     /// "Session 98").
-    pub fn check_by_witnesses(&mut self, lost: &[(u32, u8, u32, f64)]) -> Option<Vec<Failure>> {
+    pub fn recertified_by_witnesses(&mut self, lost: &[(u32, u8, u32, f64)]) -> bool {
         let mut targets: Vec<usize> = lost.iter().map(|&(k, ..)| k as usize).collect();
         targets.sort_unstable();
         targets.dedup();
@@ -501,8 +501,7 @@ impl<'p, 'a> Auditor<'p, 'a> {
             self.reuse_witnesses_of(targets.iter().copied());
             self.solve_witnesses_of(targets.iter().copied());
         }
-        let open = lost.iter().any(|&(k, d, ..)| !matches!(self.certs[k as usize][d as usize], Cert::Ok(..)));
-        (!open).then(Vec::new)
+        lost.iter().all(|&(k, d, ..)| matches!(self.certs[k as usize][d as usize], Cert::Ok(..)))
     }
 
     /// The shortfalls of the certificates held (and whether there are any, for
