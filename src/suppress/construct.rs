@@ -15,6 +15,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::attacker::tolerance;
+use super::audit::DeferSingles;
 use super::budget::Deadline;
 use super::geometry::Cube;
 use super::problem::{requirement, Fix, Problem};
@@ -450,7 +451,13 @@ pub(crate) fn complete<'p, 'a>(
                 t0.elapsed().as_secs_f64(),
                 w.sup().iter().filter(|&&x| x).count()
             ));
+            // On a giant component the bounds the witnesses leave get cubes, not LPs.
+            let giant = w.local_trials_component;
+            if w.aud.largest_component() > giant {
+                w.aud.defer_singles = Some(DeferSingles::without_lps(giant + 1));
+            }
             w.repair(singleton_rule, deadline)?;
+            w.aud.defer_singles = None;
             return Ok(w);
         }
     }

@@ -364,6 +364,10 @@ impl Auditor<'_, '_> {
             }
             comps.push((cells, rows));
         }
+        let (comps, comp_of, todo) = self.defer_without_lps(comps, comp_of, todo);
+        if todo.is_empty() {
+            return Ok(());
+        }
         self.stop_check()?;
         let sup_owned = self.sup.clone();
         let sup = &sup_owned;
@@ -397,47 +401,38 @@ impl Auditor<'_, '_> {
         // The bounds decided so far (the trivial ones above), then a running count in the LPs.
         self.sync_checked();
         let checked = self.checked.as_ref();
-        // Under a column cap each component's batch LPs stop at its share of what is left.
         let left = self.column_cap.map(|cap| cap.saturating_sub(self.lp_columns));
         let cold_cells = self.cold_rounds.clone();
         let cold = |lp: &CompLp| cold_cells.contains(&lp.cells.len());
         let min_targets = self.batch_min_targets;
-        let batch: Vec<BatchOut> = if left.is_none() {
-            // The two directions of a component are independent runs (each its own hot start),
-            // so they run side by side: on HiTaS's merge of c4-hier (one ~21 k-cell component)
-            // the first audit's batch rounds took 131 s on one of two cores. Recorded in the
-            // same order as one after the other: the same witnesses and ids.
-            let jobs: Vec<(usize, usize)> = (0..lps.len()).flat_map(|ci| [(ci, 0), (ci, 1)]).collect();
-            let outs: Vec<BatchOut> = jobs
-                .par_iter()
-                .map(|&(ci, d)| {
-                    run_batches(p, &lps[ci], &groups[ci][d..=d], checked, (None, min_targets), cold(&lps[ci]))
-                })
-                .collect::<Result<_, _>>()?;
-            let mut outs = outs.into_iter();
-            (0..lps.len())
-                .map(|_| {
-                    let (mut a, b) =
-                        (outs.next().expect("two runs per component"), outs.next().expect("two runs per component"));
-                    a.witnesses.extend(b.witnesses);
-                    a.left.extend(b.left);
-                    a.lps += b.lps;
-                    let [_, up] = b.bases; // `a` ran direction 0, `b` direction 1
-                    a.bases[1] = up;
-                    a
-                })
-                .collect()
-        } else {
-            // Under a column cap the second direction's share is what the first left.
-            groups
-                .par_iter()
-                .enumerate()
-                .map(|(ci, g)| {
-                    let max_lps = left.map(|l| l / lps[ci].cells.len().max(1));
-                    run_batches(p, &lps[ci], g, checked, (max_lps, min_targets), cold(&lps[ci]))
-                })
-                .collect::<Result<_, _>>()?
-        };
+        // The two directions of a component are independent runs (each its own hot start),
+        // so they run side by side: on HiTaS's merge of c4-hier (one ~21 k-cell component)
+        // the first audit's batch rounds took 131 s on one of two cores, and a group drop trial
+        // over c5-persons' 95 k-cell component 336 s (`Work::drop_groups`). Recorded in the
+        // same order as one after the other: the same witnesses and ids. Under a column cap
+        // each direction gets half of what is left over its component's cells (not what the
+        // other left: where it ends must not depend on the threads).
+        let jobs: Vec<(usize, usize)> = (0..lps.len()).flat_map(|ci| [(ci, 0), (ci, 1)]).collect();
+        let outs: Vec<BatchOut> = jobs
+            .par_iter()
+            .map(|&(ci, d)| {
+                let max_lps = left.map(|l| l / lps[ci].cells.len().max(1) / 2);
+                run_batches(p, &lps[ci], &groups[ci][d..=d], checked, (max_lps, min_targets), cold(&lps[ci]))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut outs = outs.into_iter();
+        let batch: Vec<BatchOut> = (0..lps.len())
+            .map(|_| {
+                let (mut a, b) =
+                    (outs.next().expect("two runs per component"), outs.next().expect("two runs per component"));
+                a.witnesses.extend(b.witnesses);
+                a.left.extend(b.left);
+                a.lps += b.lps;
+                let [_, up] = b.bases; // `a` ran direction 0, `b` direction 1
+                a.bases[1] = up;
+                a
+            })
+            .collect();
         // The batch rounds get their own trace line: whether they or the single LPs take an
         // audit's time differs between patterns (BENCHMARKS, "Session 64"). Counted from their
         // outputs, before the deferred components' small batches and single LPs below.
@@ -480,6 +475,49 @@ impl Auditor<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// Defers, without an LP, the bounds of `todo` in components ([`DeferSingles::batches`]
+    /// off) at or above the deferral's size: each fails without a cut, for the caller to
+    /// repair. Returns the other components (`comps`, indexed by `comp_of`) and bounds.
+    #[allow(clippy::type_complexity)]
+    fn defer_without_lps(
+        &mut self,
+        comps: Vec<(Vec<u32>, Vec<u32>)>,
+        comp_of: crate::table::relations::FastMap<u32, usize>,
+        todo: Vec<(usize, usize)>,
+    ) -> (Vec<(Vec<u32>, Vec<u32>)>, crate::table::relations::FastMap<u32, usize>, Vec<(usize, usize)>) {
+        let Some(d) = self.defer_singles.filter(|d| !d.batches) else { return (comps, comp_of, todo) };
+        let deferred: Vec<bool> = comps.iter().map(|(cells, _)| cells.len() >= d.min_cells).collect();
+        if !deferred.contains(&true) {
+            return (comps, comp_of, todo);
+        }
+        let p = self.p;
+        let mut left = Vec::with_capacity(todo.len());
+        let mut n = 0;
+        for (k, dir) in todo {
+            if deferred[comp_of[&p.sens[k].cell]] {
+                self.certs[k][dir] = Cert::Failed(0.0, None);
+                n += 1;
+            } else {
+                left.push((k, dir));
+            }
+        }
+        // The kept components, indexed anew.
+        let mut index = vec![usize::MAX; comps.len()];
+        let mut kept = Vec::new();
+        for (ci, comp) in comps.into_iter().enumerate() {
+            if !deferred[ci] {
+                index[ci] = kept.len();
+                kept.push(comp);
+            }
+        }
+        let comp_of = comp_of.into_iter().filter(|&(_, ci)| !deferred[ci]).map(|(c, ci)| (c, index[ci])).collect();
+        super::super::trace::trace(format_args!(
+            "audit: {n} open bounds deferred without an LP on components of {} cells or more",
+            d.min_cells
+        ));
+        (kept, comp_of, left)
     }
 
     /// Fails the bounds of `todo` whose targets the published cells determine
@@ -771,11 +809,22 @@ pub(crate) struct DeferSingles {
     /// left × component cells); below that the bounds get their single LPs (set by the split
     /// closure's repair, `Work::split_closure`; 0 for HiTaS's merge).
     pub min_columns: usize,
+    /// Whether such a component's open bounds get its batch rounds first. Without them
+    /// (`false`, the cube assignment's repair on a giant component, `super::super::construct`)
+    /// every bound the witnesses leave is deferred without an LP: on c5-persons' 95,011-cell
+    /// component one batch LP and one single LP for its last 8 bounds took 280 s.
+    pub batches: bool,
 }
 
 impl DeferSingles {
     /// Every component defers whatever its batch rounds leave.
-    pub const ALL: Self = Self { min_cells: 0, min_columns: 0 };
+    pub const ALL: Self = Self { min_cells: 0, min_columns: 0, batches: true };
+
+    /// Components of at least `min_cells` cells defer every bound the witnesses leave, without
+    /// an LP ([`Self::batches`]).
+    pub const fn without_lps(min_cells: usize) -> Self {
+        Self { min_cells, min_columns: 0, batches: false }
+    }
 
     /// Whether a component of `cells` cells whose batch rounds left `left` bounds defers them.
     pub fn applies(&self, cells: usize, left: usize) -> bool {
