@@ -15,7 +15,10 @@
 //!    sensitive cell; each shortfall comes with a capacity cut from the attacker LP's duals,
 //!    which is satisfied greedily (cheapest cost per unit of missing capacity), then closed
 //!    again. A cut that even suppressing every free cell cannot satisfy proves infeasibility:
-//!    fail closed. Singleton rule violations get a third suppression in the relation.
+//!    fail closed. Singleton rule violations get a third suppression in the relation. After the
+//!    cube assignment on a suppressed component too large for its LPs (over
+//!    `work::LOCAL_TRIALS_COMPONENT` cells), the bounds the witnesses leave get a hypercube each
+//!    instead ([`DeferSingles::without_lps`](super::audit::DeferSingles::without_lps)).
 //!
 //! Step 1 is the closure alone on tables of at most [`CLOSURE_FIRST_MAX_CELLS`] cells and
 //! [`CLOSURE_FIRST_CELLS_PER_SECOND`] per second of the time limit. Above, on
