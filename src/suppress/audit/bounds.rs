@@ -348,23 +348,27 @@ impl Auditor<'_, '_> {
             return Ok(());
         }
         let t0 = std::time::Instant::now();
-        // Components of the targets.
+        // Components of the targets; those a deferral without LPs takes are not built
+        // ([`DeferSingles::batches`]), their sensitive cells set aside in `deferred`.
+        let defer_from = self.defer_singles.filter(|d| !d.batches).map(|d| d.min_cells);
+        let mut deferred: crate::table::relations::FastMap<u32, ()> = Default::default();
         let mut comp_of: crate::table::relations::FastMap<u32, usize> = Default::default();
         let mut comps: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
         for &(k, _) in &todo {
             let t = p.sens[k].cell;
-            if comp_of.contains_key(&t) {
+            if comp_of.contains_key(&t) || deferred.contains_key(&t) {
                 continue;
             }
             let (cells, rows) = self.component(t);
-            for &c in &cells {
-                if p.sens_of.contains_key(&c) {
-                    comp_of.insert(c, comps.len());
-                }
+            let sensitive = cells.iter().copied().filter(|c| p.sens_of.contains_key(c));
+            if defer_from.is_some_and(|m| cells.len() >= m) {
+                deferred.extend(sensitive.map(|c| (c, ())));
+                continue;
             }
+            comp_of.extend(sensitive.map(|c| (c, comps.len())));
             comps.push((cells, rows));
         }
-        let (comps, comp_of, todo) = self.defer_without_lps(comps, comp_of, todo);
+        let todo = self.defer_without_lps(todo, &deferred);
         if todo.is_empty() {
             return Ok(());
         }
@@ -477,47 +481,29 @@ impl Auditor<'_, '_> {
         Ok(())
     }
 
-    /// Defers, without an LP, the bounds of `todo` in components ([`DeferSingles::batches`]
-    /// off) at or above the deferral's size: each fails without a cut, for the caller to
-    /// repair. Returns the other components (`comps`, indexed by `comp_of`) and bounds.
-    #[allow(clippy::type_complexity)]
+    /// Fails without a cut, for the caller to repair, the bounds of `todo` whose targets are
+    /// in `deferred` (components a deferral without LPs takes, [`DeferSingles::batches`]);
+    /// returns the others.
     fn defer_without_lps(
         &mut self,
-        comps: Vec<(Vec<u32>, Vec<u32>)>,
-        comp_of: crate::table::relations::FastMap<u32, usize>,
         todo: Vec<(usize, usize)>,
-    ) -> (Vec<(Vec<u32>, Vec<u32>)>, crate::table::relations::FastMap<u32, usize>, Vec<(usize, usize)>) {
-        let Some(d) = self.defer_singles.filter(|d| !d.batches) else { return (comps, comp_of, todo) };
-        let deferred: Vec<bool> = comps.iter().map(|(cells, _)| cells.len() >= d.min_cells).collect();
-        if !deferred.contains(&true) {
-            return (comps, comp_of, todo);
+        deferred: &crate::table::relations::FastMap<u32, ()>,
+    ) -> Vec<(usize, usize)> {
+        if deferred.is_empty() {
+            return todo;
         }
         let p = self.p;
-        let mut left = Vec::with_capacity(todo.len());
-        let mut n = 0;
-        for (k, dir) in todo {
-            if deferred[comp_of[&p.sens[k].cell]] {
-                self.certs[k][dir] = Cert::Failed(0.0, None);
-                n += 1;
-            } else {
-                left.push((k, dir));
-            }
+        let (out, left): (Vec<_>, Vec<_>) =
+            todo.into_iter().partition(|&(k, _)| deferred.contains_key(&p.sens[k].cell));
+        for &(k, d) in &out {
+            self.certs[k][d] = Cert::Failed(0.0, None);
         }
-        // The kept components, indexed anew.
-        let mut index = vec![usize::MAX; comps.len()];
-        let mut kept = Vec::new();
-        for (ci, comp) in comps.into_iter().enumerate() {
-            if !deferred[ci] {
-                index[ci] = kept.len();
-                kept.push(comp);
-            }
-        }
-        let comp_of = comp_of.into_iter().filter(|&(_, ci)| !deferred[ci]).map(|(c, ci)| (c, index[ci])).collect();
         super::super::trace::trace(format_args!(
-            "audit: {n} open bounds deferred without an LP on components of {} cells or more",
-            d.min_cells
+            "audit: {} open bounds deferred without an LP on components of {} cells or more",
+            out.len(),
+            self.defer_singles.map_or(0, |d| d.min_cells)
         ));
-        (kept, comp_of, left)
+        left
     }
 
     /// Fails the bounds of `todo` whose targets the published cells determine
